@@ -1,0 +1,7 @@
+"""raglab: the reusable steps of a cited RAG assistant over technical documentation."""
+from .chunking import Chunk, ChunkSettings, chunk_corpus, chunk_document
+from .corpus import CorpusError, CorpusWarning, Document, load_corpus
+
+__all__ = ["Chunk", "ChunkSettings", "CorpusError", "CorpusWarning", "Document",
+           "chunk_corpus", "chunk_document", "load_corpus"]
+__version__ = "0.1.0"

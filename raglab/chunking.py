@@ -1,0 +1,439 @@
+"""Chunks: the unit that is retrieved and cited.
+
+Four strategies, one record. Every ``Chunk`` keeps its document id, heading path and the
+character offsets of its text in the document, so ``doc.text[c.start:c.end] == c.text``.
+``indexed_text`` is what embeddings and BM25 see: the text with reST underline rules
+blanked and whitespace folded, optionally after a contextual prefix.
+
+=========  =================================================  ===================  ==========
+strategy   cuts                                               default size/overlap  id
+=========  =================================================  ===================  ==========
+words      sliding word window (the course's ``chunk_text``)  150 / 30 words       ``doc#7``
+chars      character window snapped to sentence/word ends     500 / 80 chars       ``doc#c7``
+large      character window on paragraph/sentence ends        3000 / 400 chars     ``doc#l7``
+headings   one section at a time, then by length              150 / 30 words       ``doc#slug``
+=========  =================================================  ===================  ==========
+
+Ids depend only on the document text and the settings, so they are the same on every run.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import Iterable
+
+from .corpus import Document
+
+STRATEGIES = ("words", "chars", "large", "headings")
+DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30)}
+UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words"}
+
+_RULE = re.compile(r"[=\-*~^]{4,}")          # the course's cleaning: reST underline rules
+_WORD = re.compile(r"\S+")
+_UNDERLINE = re.compile(r"([=\-*~^\"+#`'.:_])\1{2,}")
+_MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENT_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+_ABBREV = {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "approx.", "fig.", "al."}
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of one document: ``text`` is ``doc.text[start:end]``."""
+
+    id: str
+    doc: str
+    heading: tuple[str, ...]
+    start: int
+    end: int
+    text: str
+    indexed_text: str
+    access: tuple[str, ...]
+    strategy: str
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (tuples become lists)."""
+        d = asdict(self)
+        d["heading"], d["access"] = list(self.heading), list(self.access)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Chunk":
+        """The inverse of ``to_dict``."""
+        return cls(**{**d, "heading": tuple(d["heading"]), "access": tuple(d["access"])})
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    """How to chunk: a strategy, its size and overlap (see ``UNITS``), and the prefix option."""
+
+    strategy: str = "words"
+    size: int | None = None
+    overlap: int | None = None
+    prefix: bool = False
+
+    def resolved(self) -> "ChunkSettings":
+        """Fill in the strategy's defaults and check the values."""
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown chunking strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
+        size, overlap = DEFAULTS[self.strategy]
+        size = size if self.size is None else int(self.size)
+        overlap = overlap if self.overlap is None else int(self.overlap)
+        if size <= 0:
+            raise ValueError(f"size must be positive, got {size}")
+        if not 0 <= overlap < size:
+            raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), got {overlap}")
+        return replace(self, size=size, overlap=overlap)
+
+    def label(self) -> str:
+        """A short name for tables and plots, e.g. ``words 150/30`` or ``headings 150/30 +prefix``."""
+        s = self.resolved()
+        return f"{s.strategy} {s.size}/{s.overlap}" + (" +prefix" if s.prefix else "")
+
+
+# ---------------------------------------------------------------- text helpers
+
+def blank_rules(text: str) -> str:
+    """Replace reST underline rules by spaces of the same length, so offsets are kept.
+
+    >>> blank_rules("Title\\n=====\\nBody")
+    'Title\\n     \\nBody'
+    """
+    return _RULE.sub(lambda m: " " * len(m.group()), text)
+
+
+def clean(text: str) -> str:
+    """Indexed form of a chunk's text: underline rules removed, whitespace folded.
+
+    >>> clean("Title\\n=====\\n\\nSome   text.")
+    'Title Some text.'
+    """
+    return " ".join(_RULE.sub(" ", text).split())
+
+
+def slugify(title: str) -> str:
+    """``'Boolean Operations --- "and", "or"'`` -> ``'boolean-operations-and-or'``."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+
+
+def sentence_ends(text: str) -> list[int]:
+    """Offsets just after each sentence-ending mark followed by space (abbreviations excluded).
+
+    >>> sentence_ends("It works, e.g. here. Next one! done")
+    [20, 30]
+    """
+    ends = []
+    for m in _SENT_END.finditer(text):
+        word_start = text.rfind(" ", 0, m.start()) + 1
+        word_start = max(word_start, text.rfind("\n", 0, m.start()) + 1)
+        word = text[word_start:m.end()].lower().strip("\"')]")
+        if word in _ABBREV or re.fullmatch(r"\(?[0-9a-z]{1,2}[.)]", word):
+            continue
+        nxt = re.compile(r"\s*(\S)").match(text, m.end())
+        if nxt and nxt.group(1).islower():
+            continue
+        ends.append(m.end())
+    return ends
+
+
+# ---------------------------------------------------------------- sections
+
+@dataclass(frozen=True)
+class Section:
+    """A heading's span: from its heading line to the next heading at any level."""
+
+    path: tuple[str, ...]
+    start: int
+    end: int
+
+
+def _is_heading_text(line: str) -> bool:
+    """A line that could be a title: not blank, not indented, not a table or list row."""
+    s = line.rstrip()
+    return bool(s) and not line[0].isspace() and s[0] not in "+|" and not _UNDERLINE.fullmatch(s)
+
+
+def find_headings(text: str) -> list[tuple[int, tuple, str]]:
+    """``(offset, style, title)`` for each heading: Markdown ``#`` or a title underlined.
+
+    Underlined titles (Sphinx text, reST, setext) need an underline at least as long as
+    the title; Markdown headings inside code fences are ignored.
+    """
+    lines = text.split("\n")
+    offsets, pos = [], 0
+    for line in lines:
+        offsets.append(pos)
+        pos += len(line) + 1
+    found, in_fence = [], False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        m = _MD_HEADING.match(line)
+        if m:
+            found.append((offsets[i], ("#", len(m.group(1))), m.group(2)))
+            continue
+        nxt = lines[i + 1].rstrip() if i + 1 < len(lines) else ""
+        if _is_heading_text(line) and _UNDERLINE.fullmatch(nxt) and len(nxt) >= len(line.rstrip()):
+            found.append((offsets[i], ("_", nxt[0]), line.strip()))
+    return found
+
+
+def split_sections(text: str, title: str) -> list[Section]:
+    """The document's sections in order, each with its heading path (title first).
+
+    Underline styles get levels in order of first appearance, as reST does; ``#`` counts.
+    Text before the first heading is a section of its own with path ``(title,)``.
+    """
+    headings = find_headings(text)
+    levels: dict[tuple, int] = {}
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    if not headings or headings[0][0] > 0 and text[: headings[0][0]].strip():
+        sections.append(Section((title,), 0, headings[0][0] if headings else len(text)))
+    for n, (offset, style, name) in enumerate(headings):
+        level = style[1] if style[0] == "#" else levels.setdefault(style, len(levels) + 1)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, name))
+        path = tuple(t for _, t in stack)
+        if path[0] != title:
+            path = (title,) + path
+        end = headings[n + 1][0] if n + 1 < len(headings) else len(text)
+        sections.append(Section(path, offset, end))
+    return sections
+
+
+def heading_at(sections: list[Section], offset: int) -> tuple[str, ...]:
+    """The heading path of the section that contains ``offset``."""
+    starts = [s.start for s in sections]
+    i = max(bisect.bisect_right(starts, offset) - 1, 0)
+    return sections[i].path if sections else ()
+
+
+# ---------------------------------------------------------------- spans
+
+def word_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Sliding windows of ``size`` words stepping ``size - overlap``, the last one ending at the end.
+
+    Words are the course's: whitespace-separated, after underline rules are removed.
+
+    >>> word_spans("a b c d e", 3, 1)
+    [(0, 5), (4, 9)]
+    """
+    words = [m.span() for m in _WORD.finditer(blank_rules(text))]
+    spans, start, step = [], 0, size - overlap
+    while start < len(words):
+        last = min(start + size, len(words)) - 1
+        spans.append((words[start][0], words[last][1]))
+        if start + size >= len(words):
+            break
+        start += step
+    return spans
+
+
+def char_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Windows of at most ``size`` characters that end on a paragraph, sentence or word end.
+
+    The cut is the last paragraph end in the second half of the window, else the last
+    sentence end there, else the last word end; the next window starts about ``overlap``
+    characters back, at a sentence start if one is there, else at a word start.
+    Only a single word longer than ``size`` makes a longer window.
+    """
+    words = [m.span() for m in _WORD.finditer(blank_rules(text))]
+    if not words:
+        return []
+    word_starts = [s for s, _ in words]
+    word_ends = [e for _, e in words]
+    para_ends = [m.start() for m in re.finditer(r"\n[ \t]*\n", text)]
+    sent_ends = sentence_ends(text)
+    sent_starts = sorted({word_starts[bisect.bisect_left(word_starts, e)]
+                          for e in sent_ends + para_ends if bisect.bisect_left(word_starts, e) < len(words)})
+    text_end = word_ends[-1]
+    spans, pos = [], word_starts[0]
+    while True:
+        limit = pos + size
+        if limit >= text_end:
+            spans.append((pos, text_end))
+            return spans
+        end = None
+        for cuts in (para_ends, sent_ends, word_ends):
+            i = bisect.bisect_right(cuts, limit) - 1
+            if i >= 0 and cuts[i] > pos + size // 2:
+                end = cuts[i]
+                break
+        if end is None:  # no word end in the window's second half: last word end in it, or one long word
+            i = bisect.bisect_right(word_ends, limit) - 1
+            end = word_ends[i] if i >= 0 and word_ends[i] > pos else word_ends[bisect.bisect_right(word_ends, pos)]
+        end = word_ends[bisect.bisect_right(word_ends, end) - 1]  # trim trailing blanks
+        spans.append((pos, end))
+        back = end - overlap
+        j = bisect.bisect_left(sent_starts, back)
+        if j < len(sent_starts) and sent_starts[j] < end:
+            nxt = sent_starts[j]
+        else:
+            nxt = word_starts[bisect.bisect_left(word_starts, back)]
+        if nxt <= pos:
+            nxt = word_starts[bisect.bisect_right(word_starts, pos)]
+        if nxt >= text_end:
+            return spans
+        pos = nxt
+
+
+def _units(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int, int]]:
+    """Indivisible pieces of a section, ``(start, end, n_words)``: paragraphs, split by sentence
+    (then line, then word) only when longer than ``max_words``; tables are never split."""
+    units = []
+    for ps, pe in paragraphs(text, start, end):
+        n = len(clean(text[ps:pe]).split())
+        if n <= max_words or _is_table(text[ps:pe]):
+            units.append((ps, pe, n))
+        else:
+            units.extend(_split_long(text, ps, pe, max_words))
+    return [u for u in units if u[2] > 0]
+
+
+def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of the blank-line separated blocks in ``text[start:end]``, blanks trimmed.
+
+    >>> paragraphs("a b\n\n  c\n", 0, 9)
+    [(0, 3), (7, 8)]
+    """
+    spans, pos = [], start
+    for m in list(re.finditer(r"\n[ \t]*\n", text[start:end])) + [None]:
+        stop = start + m.start() if m else end
+        block = text[pos:stop]
+        if block.strip():
+            lead = len(block) - len(block.lstrip())
+            spans.append((pos + lead, pos + len(block.rstrip())))
+        pos = start + m.end() if m else end
+    return spans
+
+
+def _is_table(block: str) -> bool:
+    """A grid table (``+---+`` borders) or a Markdown pipe table."""
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    return len(lines) >= 2 and sum(ln[0] in "+|" for ln in lines) >= 0.8 * len(lines)
+
+
+def _split_long(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int, int]]:
+    """Split a long paragraph at sentence ends; a still-long sentence at line ends, then words."""
+    for pattern in ("sentence", "line"):
+        if pattern == "sentence":
+            cuts = [start + e for e in sentence_ends(text[start:end])]
+        else:
+            cuts = [start + m.start() for m in re.finditer(r"\n", text[start:end])]
+        pieces, s = [], start
+        for c in cuts + [end]:
+            piece = text[s:c]
+            if piece.strip():
+                lead = len(piece) - len(piece.lstrip())
+                pieces.append((s + lead, s + len(piece.rstrip()), len(clean(piece).split())))
+            s = c
+        if len(pieces) > 1:
+            out = []
+            for p in pieces:
+                out.extend([p] if p[2] <= max_words else _split_long(text, p[0], p[1], max_words))
+            return out
+    spans = word_spans(text[start:end], max_words, 0)
+    return [(start + a, start + b, len(clean(text[start + a:start + b]).split())) for a, b in spans]
+
+
+def pack(units: list[tuple[int, int, int]], max_words: int, overlap: int) -> list[tuple[int, int]]:
+    """Greedily group consecutive units up to ``max_words``; each group repeats the previous
+    group's trailing units that fit in ``overlap`` words.
+
+    >>> pack([(0, 5, 60), (6, 10, 60), (11, 20, 60)], 150, 70)
+    [(0, 10), (6, 20)]
+    """
+    spans, i = [], 0
+    while i < len(units):
+        j, words = i, 0
+        while j < len(units) and (j == i or words + units[j][2] <= max_words):
+            words += units[j][2]
+            j += 1
+        spans.append((units[i][0], units[j - 1][1]))
+        if j >= len(units):
+            break
+        k, back = j, 0
+        while k - 1 > i and back + units[k - 1][2] <= overlap:
+            k -= 1
+            back += units[k][2]
+        i = k
+    return spans
+
+
+# ---------------------------------------------------------------- chunkers
+
+def prefix_for(path: tuple[str, ...]) -> str:
+    """The contextual prefix, e.g. ``'Built-in Types > Truth Value Testing: '``."""
+    return " > ".join(path) + ": " if path else ""
+
+
+def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings()) -> list[Chunk]:
+    """Cut one document into chunks with the given settings."""
+    s = settings.resolved()
+    sections = split_sections(doc.text, doc.title)
+    if s.strategy == "headings":
+        pieces = _heading_pieces(doc, sections, s.size, s.overlap)
+    else:
+        spans = {"words": word_spans, "chars": char_spans, "large": char_spans}[s.strategy](doc.text, s.size, s.overlap)
+        mark = {"words": "", "chars": "c", "large": "l"}[s.strategy]
+        pieces = [(f"{doc.id}#{mark}{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
+    chunks = []
+    for chunk_id, a, b, path in pieces:
+        text = doc.text[a:b]
+        indexed = (prefix_for(path) if s.prefix else "") + clean(text)
+        chunks.append(Chunk(chunk_id, doc.id, path, a, b, text, indexed, doc.access, s.strategy))
+    return chunks
+
+
+def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: int):
+    """Heading-aware spans with ids ``doc#slug`` (``doc#slug:2``... when a section splits)."""
+    pieces, used = [], {}
+    for sec in sections:
+        units = _units(doc.text, sec.start, sec.end, size)
+        if sum(u[2] for u in units) <= len(clean(sec.path[-1]).split()):
+            continue  # a heading with no text of its own before its first subsection
+        slug = slugify(sec.path[-1]) if len(sec.path) > 1 or sec.start > 0 else "intro"
+        used[slug] = used.get(slug, 0) + 1
+        if used[slug] > 1:
+            slug = f"{slug}~{used[slug]}"
+        spans = pack(units, size, overlap)
+        for n, (a, b) in enumerate(spans, 1):
+            suffix = f":{n}" if len(spans) > 1 else ""
+            pieces.append((f"{doc.id}#{slug}{suffix}", a, b, sec.path))
+    return pieces
+
+
+def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings()) -> list[Chunk]:
+    """Chunk every document, in order; ids are unique (checked)."""
+    chunks = [c for d in docs for c in chunk_document(d, settings)]
+    ids = [c.id for c in chunks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise RuntimeError(f"duplicate chunk id {dup!r}: two documents share an id?")
+    return chunks
+
+
+# ---------------------------------------------------------------- token lengths
+
+def load_tokenizer():
+    """The packaged MiniLM's own word-piece tokenizer (``tokenizers``, no truncation)."""
+    from tokenizers import Tokenizer
+
+    from .models import minilm_path
+
+    tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def token_lengths(texts: list[str], tokenizer=None) -> list[int]:
+    """Word-piece tokens per text, counting [CLS] and [SEP] as the model does."""
+    tok = tokenizer or load_tokenizer()
+    return [len(e.ids) for e in tok.encode_batch(list(texts))]
