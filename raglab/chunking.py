@@ -165,8 +165,10 @@ def find_headings(text: str) -> list[tuple[int, tuple, str]]:
     for line in lines:
         offsets.append(pos)
         pos += len(line) + 1
-    found, in_fence = [], False
+    found, in_fence, underline = [], False, -1
     for i, line in enumerate(lines):
+        if i == underline:
+            continue
         if _FENCE.match(line):
             in_fence = not in_fence
             continue
@@ -179,6 +181,7 @@ def find_headings(text: str) -> list[tuple[int, tuple, str]]:
         nxt = lines[i + 1].rstrip() if i + 1 < len(lines) else ""
         if _is_heading_text(line) and _UNDERLINE.fullmatch(nxt) and len(nxt) >= len(line.rstrip()):
             found.append((offsets[i], ("_", nxt[0]), line.strip()))
+            underline = i + 1  # a '~~~~' underline is not a code fence
     return found
 
 
@@ -243,7 +246,7 @@ def char_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     characters back, at a sentence start if one is there, else at a word start.
     Only a single word longer than ``size`` makes a longer window.
     """
-    words = [m.span() for m in _WORD.finditer(blank_rules(text))]
+    words = [m.span() for m in _WORD.finditer(text)]
     if not words:
         return []
     word_starts = [s for s, _ in words]
@@ -320,10 +323,13 @@ def _is_table(block: str) -> bool:
 
 
 def _split_long(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int, int]]:
-    """Split a long paragraph at sentence ends; a still-long sentence at line ends, then words."""
-    for pattern in ("sentence", "line"):
+    """Split a long paragraph at sentence ends; a sentence longer than ``max_words`` at clause
+    marks (``;`` ``:``), then line ends, then words: only such a sentence is ever cut."""
+    for pattern in ("sentence", "clause", "line"):
         if pattern == "sentence":
             cuts = [start + e for e in sentence_ends(text[start:end])]
+        elif pattern == "clause":
+            cuts = [start + m.end() for m in re.finditer(r"[;:](?=\s)", text[start:end])]
         else:
             cuts = [start + m.start() for m in re.finditer(r"\n", text[start:end])]
         pieces, s = [], start
@@ -437,3 +443,25 @@ def token_lengths(texts: list[str], tokenizer=None) -> list[int]:
     """Word-piece tokens per text, counting [CLS] and [SEP] as the model does."""
     tok = tokenizer or load_tokenizer()
     return [len(e.ids) for e in tok.encode_batch(list(texts))]
+
+
+def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -> dict:
+    """Counts for one chunking: chunks, documents, word and token lengths, chunks over the model's limit."""
+    import numpy as np
+
+    from .models import MINILM_MAX_TOKENS
+
+    limit = limit or MINILM_MAX_TOKENS
+    words = np.array([len(c.indexed_text.split()) for c in chunks])
+    tokens = np.array(token_lengths([c.indexed_text for c in chunks], tokenizer))
+    return {
+        "chunks": len(chunks),
+        "documents": len({c.doc for c in chunks}),
+        "words_mean": round(float(words.mean()), 1) if len(words) else 0.0,
+        "words_p50": int(np.median(words)) if len(words) else 0,
+        "words_max": int(words.max()) if len(words) else 0,
+        "tokens_p50": int(np.median(tokens)) if len(tokens) else 0,
+        "tokens_p95": int(np.percentile(tokens, 95)) if len(tokens) else 0,
+        f"over_{limit}_tokens": int((tokens > limit).sum()),
+        f"over_{limit}_share": round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0,
+    }

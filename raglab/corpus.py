@@ -21,6 +21,7 @@ groups cannot be read must not fall back to public).
 from __future__ import annotations
 
 import codecs
+import contextvars
 import hashlib
 import json
 import os
@@ -44,6 +45,16 @@ CORPORA = ("python-docs", "helpcenter")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _GROUP = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _READ_BLOCK = 1 << 20
+_DECODE_ERRORS: contextvars.ContextVar[list] = contextvars.ContextVar("raglab_decode_errors")
+
+
+def _record_decode_error(exc: UnicodeDecodeError) -> tuple[str, int]:
+    """Codec error handler: replace like ``errors='replace'`` and note newlines before the bad bytes."""
+    _DECODE_ERRORS.get().append(exc.object[: exc.start].count(b"\n"))
+    return "\ufffd", exc.end
+
+
+codecs.register_error("raglab-record", _record_decode_error)
 
 
 class CorpusError(ValueError):
@@ -110,18 +121,28 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, st
         warnings.warn(f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit, skipped", CorpusWarning)
         return None
     digest = hashlib.sha256()
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="raglab-record")
     pieces: list[str] = []
-    with open(path, "rb") as fh:
-        first = True
-        while block := fh.read(_READ_BLOCK):
-            if first and b"\x00" in block[:8192]:
-                warnings.warn(f"{path}: binary file (NUL bytes), skipped", CorpusWarning)
-                return None
-            first = False
-            digest.update(block)
-            pieces.append(decoder.decode(block))
-        pieces.append(decoder.decode(b"", final=True))
+    bad_lines: list[int] = []
+    newlines = 0
+    token = _DECODE_ERRORS.set([])
+    try:
+        with open(path, "rb") as fh:
+            first = True
+            while block := fh.read(_READ_BLOCK):
+                if first and b"\x00" in block[:8192]:
+                    warnings.warn(f"{path}: binary file (NUL bytes), skipped", CorpusWarning)
+                    return None
+                first = False
+                digest.update(block)
+                pieces.append(decoder.decode(block))
+                bad_lines += [newlines + n + 1 for n in _DECODE_ERRORS.get()]
+                _DECODE_ERRORS.get().clear()
+                newlines += block.count(b"\n")
+            pieces.append(decoder.decode(b"", final=True))
+            bad_lines += [newlines + n + 1 for n in _DECODE_ERRORS.get()]
+    finally:
+        _DECODE_ERRORS.reset(token)
     text = "".join(pieces).replace("\r\n", "\n").replace("\r", "\n")
     del pieces
     if text.startswith("\ufeff"):
@@ -129,11 +150,9 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, st
     if not text.strip():
         warnings.warn(f"{path}: empty file, skipped", CorpusWarning)
         return None
-    bad = text.find("\ufffd")
-    if bad >= 0:
-        line = text.count("\n", 0, bad) + 1
-        count = text.count("\ufffd")
-        warnings.warn(f"{path}:{line}: invalid UTF-8, {count} character(s) replaced by U+FFFD", CorpusWarning)
+    if bad_lines:
+        warnings.warn(f"{path}:{bad_lines[0]}: invalid UTF-8, {len(bad_lines)} byte sequence(s) replaced by U+FFFD",
+                      CorpusWarning)
     return text, digest.hexdigest()
 
 

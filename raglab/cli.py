@@ -1,0 +1,120 @@
+"""The command line: one verb per stage, each with ``--json`` for machines.
+
+    raglab corpus info  [--corpus C] [--json]
+    raglab corpus fetch --version 3.X [--url URL] [--sha256 HEX]
+    raglab chunk        [--corpus C] --strategy S [--size N] [--overlap N] [--prefix] --out FILE.jsonl
+    raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+from . import config
+from .chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
+from .corpus import CorpusError, CorpusWarning, corpus_stats, fetch_python_docs, load_corpus
+from .io import write_jsonl
+
+
+def _emit(args, data: dict, lines: list[str]) -> None:
+    """Print JSON with ``--json``, else the human lines."""
+    print(json.dumps(data, indent=2) if getattr(args, "json", False) else "\n".join(lines))
+
+
+def cmd_corpus_info(args) -> int:
+    docs = load_corpus(args.corpus, args.profile)
+    stats = {"corpus": args.corpus, "profile": config.profile(args.profile), **corpus_stats(docs)}
+    lines = [f"corpus     {args.corpus} (profile {stats['profile']})",
+             f"documents  {stats['documents']:,}",
+             f"words      {stats['words']:,}",
+             f"characters {stats['characters']:,}",
+             "access     " + ", ".join(f"{g}: {n}" for g, n in stats["access_groups"].items())]
+    _emit(args, stats, lines)
+    return 0
+
+
+def cmd_corpus_fetch(args) -> int:
+    dest = fetch_python_docs(args.version, url=args.url, sha256=args.sha256)
+    source = json.loads((dest / ".raglab-source.json").read_text())
+    _emit(args, {"version": args.version, "path": str(dest), **source},
+          [f"Python {args.version} docs extracted to {dest}",
+           f"sha256 {source['sha256']} (recorded; a later fetch must match it)",
+           f"use it with: --corpus python-docs-{args.version}"])
+    return 0
+
+
+def cmd_chunk(args) -> int:
+    settings = ChunkSettings(args.strategy, args.size, args.overlap, args.prefix).resolved()
+    chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings)
+    write_jsonl(args.out, (c.to_dict() for c in chunks))
+    stats = {"out": args.out, "strategy": settings.strategy, "size": settings.size,
+             "overlap": settings.overlap, "unit": UNITS[settings.strategy], "prefix": settings.prefix,
+             **chunk_stats(chunks)}
+    _emit(args, stats, [f"{stats['chunks']:,} chunks from {stats['documents']} documents -> {args.out}",
+                        f"{settings.label()} ({stats['unit']}); median {stats['words_p50']} words, "
+                        f"{stats['tokens_p50']} tokens; {stats['over_256_tokens']} chunk(s) over the "
+                        f"model's 256-token limit"])
+    return 0
+
+
+def cmd_workbook(args) -> int:
+    from .workbook import run_workbook
+
+    run_workbook(out=args.out, inplace=args.inplace)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every verb."""
+    p = argparse.ArgumentParser(prog="raglab", description="A cited RAG assistant over technical docs, stage by stage.")
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    def common(sp, corpus=True):
+        if corpus:
+            sp.add_argument("--corpus", default="python-docs", help="python-docs, helpcenter, python-docs-3.X or a folder")
+            sp.add_argument("--profile", choices=config.PROFILES, help="default: $RAGLAB_PROFILE or small")
+        sp.add_argument("--json", action="store_true", help="print JSON for machines")
+
+    corpus = sub.add_parser("corpus", help="inspect or fetch a corpus").add_subparsers(dest="action", required=True)
+    info = corpus.add_parser("info", help="documents, words, access groups")
+    common(info)
+    info.set_defaults(func=cmd_corpus_info)
+    fetch = corpus.add_parser("fetch", help="download the official plain-text docs of a Python version")
+    fetch.add_argument("--version", required=True, help="e.g. 3.12")
+    fetch.add_argument("--url", help="archive URL (default: the official archive on docs.python.org)")
+    fetch.add_argument("--sha256", help="expected sha256 of the archive")
+    common(fetch, corpus=False)
+    fetch.set_defaults(func=cmd_corpus_fetch)
+
+    chunk = sub.add_parser("chunk", help="cut a corpus into chunks and write them as JSONL")
+    common(chunk)
+    chunk.add_argument("--strategy", choices=STRATEGIES, default="words")
+    chunk.add_argument("--size", type=int, help="window size (words for words/headings, characters for chars/large)")
+    chunk.add_argument("--overlap", type=int, help="overlap, in the same unit as --size")
+    chunk.add_argument("--prefix", action="store_true", help="prepend 'Title > Section: ' to the indexed text")
+    chunk.add_argument("--out", required=True, help="output .jsonl file (written atomically)")
+    chunk.set_defaults(func=cmd_chunk)
+
+    wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
+    wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
+    wb.add_argument("--inplace", action="store_true", help="also save the executed notebooks over the sources")
+    wb.set_defaults(func=cmd_workbook)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one verb; errors print one clear line and exit 2."""
+    args = build_parser().parse_args(argv)
+    warnings.simplefilter("always", CorpusWarning)
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
+    try:
+        return args.func(args)
+    except (CorpusError, ValueError, OSError) as exc:
+        print(f"raglab: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

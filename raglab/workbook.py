@@ -1,0 +1,57 @@
+"""The main job: execute the workbook's notebooks headless, in order, and render each to HTML."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from . import config
+from .io import atomic_open
+
+NOTEBOOKS = config.PROJECT_ROOT / "notebooks"
+
+
+def notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
+    """The numbered notebooks (``00_setup.ipynb``, ``01_...``), in order."""
+    return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+
+
+def execute(path: Path, timeout: int = 1800):
+    """Run one notebook top to bottom in its own folder; returns the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def render_html(nb, dest: Path) -> Path:
+    """Write a static HTML copy of an executed notebook."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    with atomic_open(dest) as fh:
+        fh.write(body)
+    return dest
+
+
+def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path = NOTEBOOKS) -> list[Path]:
+    """Execute every notebook in order; write ``out/notebooks/NAME.html`` (and ``.ipynb``)."""
+    import nbformat
+
+    out_dir = Path(out) / "notebooks"
+    written = []
+    print(f"raglab workbook: profile {config.profile()}, {len(notebooks(folder))} notebooks")
+    for path in notebooks(folder):
+        started = time.perf_counter()
+        nb = execute(path)
+        with atomic_open(out_dir / path.name) as fh:
+            nbformat.write(nb, fh)
+        if inplace:
+            with atomic_open(path) as fh:
+                nbformat.write(nb, fh)
+        written.append(render_html(nb, out_dir / path.with_suffix(".html").name))
+        print(f"  {path.name:<40} {time.perf_counter() - started:6.1f} s  -> {written[-1]}")
+    print(f"rendered notebooks: {out_dir.resolve()}")
+    return written
