@@ -120,7 +120,7 @@ def slugify(title: str) -> str:
 def sentence_ends(text: str) -> list[int]:
     """Offsets just after each sentence-ending mark followed by space (abbreviations excluded).
 
-    >>> sentence_ends("It works, e.g. here. Next one! done")
+    >>> sentence_ends("It works, e.g. here. Next one! Done")
     [20, 30]
     """
     ends = []
@@ -302,7 +302,7 @@ def _units(text: str, start: int, end: int, max_words: int) -> list[tuple[int, i
 def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of the blank-line separated blocks in ``text[start:end]``, blanks trimmed.
 
-    >>> paragraphs("a b\n\n  c\n", 0, 9)
+    >>> paragraphs("a b\\n\\n  c\\n", 0, 9)
     [(0, 3), (7, 8)]
     """
     spans, pos = [], start
@@ -404,7 +404,7 @@ def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: 
         units = _units(doc.text, sec.start, sec.end, size)
         if sum(u[2] for u in units) <= len(clean(sec.path[-1]).split()):
             continue  # a heading with no text of its own before its first subsection
-        slug = slugify(sec.path[-1]) if len(sec.path) > 1 or sec.start > 0 else "intro"
+        slug = slugify(sec.path[-1]) if len(sec.path) > 1 else "intro"
         used[slug] = used.get(slug, 0) + 1
         if used[slug] > 1:
             slug = f"{slug}~{used[slug]}"
@@ -465,3 +465,19 @@ def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -
         f"over_{limit}_tokens": int((tokens > limit).sum()),
         f"over_{limit}_share": round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0,
     }
+
+
+def compare_chunkings(docs: list[Document], settings: list[ChunkSettings], tokenizer=None):
+    """One row per chunking: counts, sizes, tokens and share over the model's limit (a DataFrame).
+
+    Returns ``(table, chunks_by_label)`` so the chunks can be plotted without cutting twice.
+    """
+    import pandas as pd
+
+    tok = tokenizer or load_tokenizer()
+    rows, chunks_by_label = [], {}
+    for s in settings:
+        chunks = chunk_corpus(docs, s)
+        chunks_by_label[s.label()] = chunks
+        rows.append({"chunking": s.label(), **chunk_stats(chunks, tok)})
+    return pd.DataFrame(rows).set_index("chunking"), chunks_by_label

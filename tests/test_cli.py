@@ -1,0 +1,40 @@
+"""The command line: every chunking strategy on both corpora, JSON output, clear errors."""
+import json
+
+import pytest
+
+from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
+from raglab.cli import main
+from raglab.io import read_jsonl
+
+
+@pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
+@pytest.mark.parametrize("strategy", ["words", "chars", "large", "headings"])
+def test_chunk_writes_every_chunk_as_jsonl(corpus, strategy, tmp_path, capsys, python_docs, helpcenter):
+    out = tmp_path / "chunks.jsonl"
+    assert main(["chunk", "--corpus", corpus, "--strategy", strategy, "--prefix", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    docs = python_docs if corpus == "python-docs" else helpcenter
+    expected = chunk_corpus(docs, ChunkSettings(strategy, prefix=True))
+    written = [Chunk.from_dict(r) for r in read_jsonl(out)]
+    assert written == expected
+    assert summary["chunks"] == len(expected) and summary["strategy"] == strategy and summary["prefix"] is True
+    assert summary["over_256_tokens"] <= summary["chunks"]
+    assert [p.name for p in tmp_path.iterdir()] == ["chunks.jsonl"]  # no temporary file left
+
+
+def test_corpus_info_json(capsys):
+    assert main(["corpus", "info", "--corpus", "helpcenter", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["documents"] >= 15 and info["access_groups"]["premium"] >= 3
+
+
+def test_errors_are_one_clear_line_and_write_nothing(tmp_path, capsys):
+    out = tmp_path / "x.jsonl"
+    assert main(["chunk", "--corpus", "nope", "--out", str(out)]) == 2
+    assert "unknown corpus 'nope'" in capsys.readouterr().err
+    assert main(["chunk", "--strategy", "words", "--size", "10", "--overlap", "10", "--out", str(out)]) == 2
+    assert "overlap must be" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(SystemExit):
+        main(["chunk", "--strategy", "sentences", "--out", str(out)])
