@@ -3,6 +3,8 @@
     raglab corpus info  [--corpus C] [--json]
     raglab corpus fetch --version 3.X [--url URL] [--sha256 HEX]
     raglab chunk        [--corpus C] --strategy S [--size N] [--overlap N] [--prefix] --out FILE.jsonl
+    raglab index        [--corpus C] [--strategy S ...] [--kind flat|hnsw] [--model NAME]
+    raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ def cmd_corpus_fetch(args) -> int:
 
 
 def cmd_chunk(args) -> int:
-    settings = ChunkSettings(args.strategy, args.size, args.overlap, args.prefix).resolved()
+    settings = _settings(args)
     chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings)
     write_jsonl(args.out, (c.to_dict() for c in chunks))
     stats = {"out": args.out, "strategy": settings.strategy, "size": settings.size,
@@ -56,6 +58,42 @@ def cmd_chunk(args) -> int:
                         f"{settings.label()} ({stats['unit']}); median {stats['words_p50']} words, "
                         f"{stats['tokens_p50']} tokens; {stats['over_256_tokens']} chunk(s) over the "
                         f"model's 256-token limit"])
+    return 0
+
+
+def _settings(args) -> ChunkSettings:
+    return ChunkSettings(args.strategy, args.size, args.overlap, args.prefix).resolved()
+
+
+def cmd_index(args) -> int:
+    from .embeddings import Embedder
+    from .index import build_index
+
+    index = build_index(args.corpus, args.profile, _settings(args), Embedder(args.model), args.kind)
+    m = index.manifest
+    stats = m["embed_stats"]
+    _emit(args, {"path": str(index.path), **m},
+          [f"indexed {m['n_chunks']:,} chunks of {args.corpus} ({m['profile']} profile, {_settings(args).label()}, "
+           f"{m['kind']}) -> {index.path}",
+           f"embeddings: {stats['hits']:,} from the cache, {stats['misses']:,} computed; index version {m['version_id']}"])
+    return 0
+
+
+def cmd_search(args) -> int:
+    from .embeddings import Embedder
+    from .index import load_index
+    from .rerank import make_reranker
+    from .retrieval import Retriever
+
+    embedder = Embedder(args.model)
+    index = load_index(args.corpus, args.profile, _settings(args), embedder.model_id, args.kind)
+    reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
+    retriever = Retriever(index, embedder, reranker)
+    user = tuple(g.strip() for g in args.user.split(",") if g.strip()) if args.user else None
+    hits = retriever.search(args.query, args.mode, args.k, user)
+    rows = [h.to_dict(retriever.text(h)) for h in hits]
+    lines = [f"{h.rank:>3}  {h.score:8.4f}  {h.id}" for h in hits] or ["no results"]
+    _emit(args, rows, lines)
     return 0
 
 
@@ -77,6 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--profile", choices=config.PROFILES, help="default: $RAGLAB_PROFILE or small")
         sp.add_argument("--json", action="store_true", help="print JSON for machines")
 
+    def chunking_opts(sp, index_opts=True):
+        sp.add_argument("--strategy", choices=STRATEGIES, default="words")
+        sp.add_argument("--size", type=int, help="window size (words for words/headings, characters for chars/large)")
+        sp.add_argument("--overlap", type=int, help="overlap, in the same unit as --size")
+        sp.add_argument("--prefix", action="store_true", help="prepend 'Title > Section: ' to the indexed text")
+        if not index_opts:
+            return
+        sp.add_argument("--kind", choices=("flat", "hnsw"), default="flat", help="FAISS index: exact (flat) or HNSW")
+        sp.add_argument("--model", help="sentence-transformers model (default: the packaged all-MiniLM-L6-v2)")
+
     corpus = sub.add_parser("corpus", help="inspect or fetch a corpus").add_subparsers(dest="action", required=True)
     info = corpus.add_parser("info", help="documents, words, access groups")
     common(info)
@@ -90,12 +138,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     chunk = sub.add_parser("chunk", help="cut a corpus into chunks and write them as JSONL")
     common(chunk)
-    chunk.add_argument("--strategy", choices=STRATEGIES, default="words")
-    chunk.add_argument("--size", type=int, help="window size (words for words/headings, characters for chars/large)")
-    chunk.add_argument("--overlap", type=int, help="overlap, in the same unit as --size")
-    chunk.add_argument("--prefix", action="store_true", help="prepend 'Title > Section: ' to the indexed text")
+    chunking_opts(chunk, index_opts=False)
     chunk.add_argument("--out", required=True, help="output .jsonl file (written atomically)")
     chunk.set_defaults(func=cmd_chunk)
+
+    index = sub.add_parser("index", help="chunk, embed (cached) and index a corpus")
+    common(index)
+    chunking_opts(index)
+    index.set_defaults(func=cmd_index)
+
+    search = sub.add_parser("search", help="search an index")
+    search.add_argument("query")
+    common(search)
+    chunking_opts(search)
+    search.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"), default="hybrid")
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--user", help="the caller's access groups, comma-separated (public is always included)")
+    search.add_argument("--reranker", help="cross-encoder model name for --mode rerank (default: offline sentence reranker)")
+    search.set_defaults(func=cmd_search)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
@@ -111,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     try:
         return args.func(args)
-    except (CorpusError, ValueError, OSError) as exc:
+    except (CorpusError, ValueError, OSError, RuntimeError) as exc:
         print(f"raglab: error: {exc}", file=sys.stderr)
         return 2
 

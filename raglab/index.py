@@ -1,0 +1,155 @@
+"""A built index: the chunks, their dense vectors in FAISS, BM25 over the same chunks, and a manifest.
+
+The manifest records what the index was built from (corpus, its hash, profile, chunking
+settings, embedding model, index kind). Loading checks it against what is asked for: an
+index built with other settings is refused with the command that rebuilds it, never mixed.
+Everything is written into a temporary folder and renamed into place.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import config
+from .bm25 import BM25
+from .chunking import Chunk, ChunkSettings, chunk_corpus
+from .corpus import PUBLIC, corpus_stats, load_corpus
+from .io import read_jsonl, write_jsonl
+from .models import MINILM
+from .stores import FaissStore
+
+MANIFEST_VERSION = 1
+
+
+class IndexNotReady(RuntimeError):
+    """A missing or mismatched index; the message says which command builds the right one."""
+
+
+@dataclass
+class Index:
+    """Chunks plus their dense and keyword indexes, row ``i`` of each being ``chunks[i]``."""
+
+    path: Path
+    manifest: dict
+    chunks: list[Chunk]
+    dense: FaissStore
+    bm25: BM25
+
+    def __post_init__(self):
+        self.row_of = {c.id: i for i, c in enumerate(self.chunks)}
+        self._masks: dict[frozenset, np.ndarray] = {}
+
+    @property
+    def version(self) -> str:
+        """A short id of what this index was built from (corpus hash and settings)."""
+        return self.manifest["version_id"]
+
+    def allowed(self, user: tuple[str, ...] | None) -> np.ndarray:
+        """Rows the user's groups may see (``public`` is always included)."""
+        groups = frozenset(user or ()) | {PUBLIC}
+        if groups not in self._masks:
+            self._masks[groups] = np.array([bool(groups.intersection(c.access)) for c in self.chunks])
+        return self._masks[groups]
+
+
+def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat") -> str:
+    """A folder name such as ``python-docs-small-words-150-30``."""
+    s = settings.resolved()
+    base = re.sub(r"[^A-Za-z0-9.]+", "-", Path(corpus).name if Path(corpus).is_dir() else corpus)
+    return f"{base}-{profile}-{s.strategy}-{s.size}-{s.overlap}" + ("-prefix" if s.prefix else "") + (
+        "" if kind == "flat" else f"-{kind}")
+
+
+def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_id: str, kind: str,
+                      docs=None) -> dict:
+    """What an index for these settings must record."""
+    docs = docs if docs is not None else load_corpus(corpus, profile)
+    s = settings.resolved()
+    chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
+    corpus_hash = corpus_stats(docs)["sha256"]
+    key = json.dumps([corpus, profile, corpus_hash, chunking, model_id, kind], sort_keys=True)
+    import hashlib
+
+    return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
+            "chunking": chunking, "model": model_id, "kind": kind,
+            "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
+
+
+def build_index(corpus: str = "python-docs", profile: str | None = None,
+                settings: ChunkSettings = ChunkSettings(), embedder=None, kind: str = "flat",
+                root: Path | None = None) -> Index:
+    """Chunk, embed (through the content-hash cache), index, and save atomically."""
+    from .embeddings import Embedder
+
+    profile = config.profile(profile)
+    embedder = embedder or Embedder()
+    docs = load_corpus(corpus, profile)
+    chunks = chunk_corpus(docs, settings)
+    if not chunks:
+        raise IndexNotReady(f"corpus {corpus!r} gave no chunks")
+    manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs)
+    vectors = embedder.encode([c.indexed_text for c in chunks])
+    dense = FaissStore(vectors.shape[1], kind)
+    dense.add(vectors)
+    bm25 = BM25([c.indexed_text for c in chunks])
+    manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats)
+    dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
+        dense.save(tmp / "dense.faiss")
+        bm25.save(tmp / "bm25.npz")
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        old = dest.with_name(dest.name + ".old")
+        if dest.exists():
+            dest.rename(old)
+        tmp.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Index(dest, manifest, chunks, dense, bm25)
+
+
+def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str) -> str:
+    s = settings.resolved()
+    return (f"raglab index --corpus {corpus} --profile {profile} --strategy {s.strategy} --size {s.size} "
+            f"--overlap {s.overlap}" + (" --prefix" if s.prefix else "") + ("" if kind == "flat" else f" --kind {kind}"))
+
+
+def load_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+               model_id: str | None = None, kind: str = "flat", root: Path | None = None) -> Index:
+    """Load the index for these settings, refusing one that was built from anything else."""
+    profile = config.profile(profile)
+    model_id = model_id or MINILM
+    path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
+    hint = _rebuild_hint(corpus, profile, settings, kind)
+    if not (path / "manifest.json").exists():
+        raise IndexNotReady(f"no index at {path}: build it with `{hint}`")
+    manifest = json.loads((path / "manifest.json").read_text())
+    want = expected_manifest(corpus, profile, settings, model_id, kind)
+    for key in ("format", "corpus", "profile", "chunking", "model", "kind", "corpus_sha256"):
+        if manifest.get(key) != want[key]:
+            what = "the corpus has changed since" if key == "corpus_sha256" else f"{key} is {manifest.get(key)!r}, not {want[key]!r}:"
+            raise IndexNotReady(f"index at {path} does not match: {what} it was built; rebuild it with `{hint}`")
+    chunks = [Chunk.from_dict(r) for r in read_jsonl(path / "chunks.jsonl")]
+    dense = FaissStore.load(path / "dense.faiss", kind)
+    bm25 = BM25.load(path / "bm25.npz")
+    if not len(chunks) == len(dense) == bm25.n_docs == manifest["n_chunks"]:
+        raise IndexNotReady(f"index at {path} is inconsistent (chunks, vectors and BM25 rows differ): rebuild it with `{hint}`")
+    return Index(path, manifest, chunks, dense, bm25)
+
+
+def open_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+               embedder=None, kind: str = "flat") -> Index:
+    """Load the matching index, building it first if there is none (notebook convenience)."""
+    try:
+        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
+    except IndexNotReady:
+        return build_index(corpus, profile, settings, embedder, kind)

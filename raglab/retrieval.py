@@ -1,0 +1,96 @@
+"""Search modes over one ``Index``: dense, BM25, hybrid (RRF of both) and hybrid + rerank.
+
+Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based rank, and the
+rank each component retriever gave it. The user's access groups are applied inside FAISS and
+inside BM25 scoring, never afterwards.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .fusion import RRF_K, rrf
+from .index import Index
+
+MODES = ("dense", "bm25", "hybrid", "rerank")
+CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk. ``ranks`` holds each component's 1-based rank (absent: not retrieved by it)."""
+
+    id: str
+    doc: str
+    score: float
+    rank: int
+    ranks: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self, text: str | None = None) -> dict:
+        """The JSON shape of ``raglab search --json``."""
+        d = {"id": self.id, "doc": self.doc, "score": round(self.score, 6), "rank": self.rank, "ranks": self.ranks}
+        if text is not None:
+            d["text"] = text
+        return d
+
+
+class Retriever:
+    """Dense, BM25, hybrid and reranked search over one index, for one embedder."""
+
+    def __init__(self, index: Index, embedder, reranker=None):
+        self.index, self.embedder, self.reranker = index, embedder, reranker
+        self.timings_ms: dict[str, float] = {}
+
+    def _hits(self, pairs: list[tuple[int, float]], name: str) -> list[Hit]:
+        chunks = self.index.chunks
+        return [Hit(chunks[r].id, chunks[r].doc, s, n, {name: n}) for n, (r, s) in enumerate(pairs, 1)]
+
+    def _timed(self, stage: str, fn, *args):
+        t = time.perf_counter()
+        out = fn(*args)
+        self.timings_ms[stage] = round((time.perf_counter() - t) * 1000, 2)
+        return out
+
+    def dense(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+        """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
+        q = self._timed("embed_query", self.embedder.encode_query, query)
+        pairs = self._timed("dense", self.index.dense.search, q, k, self.index.allowed(user))
+        return self._hits(pairs, "dense")
+
+    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+        """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks."""
+        pairs = self._timed("bm25", self.index.bm25.search, query, k, self.index.allowed(user))
+        return self._hits(pairs, "bm25")
+
+    def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
+               depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:
+        """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), cut to ``k``."""
+        dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
+        ranks: dict[str, dict] = {}
+        for h in dense + keyword:
+            ranks.setdefault(h.id, {}).update(h.ranks)
+        fused = rrf({"dense": [h.id for h in dense], "bm25": [h.id for h in keyword]}, RRF_K, weights)[:k]
+        row = self.index.row_of
+        return [Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)]
+
+    def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
+               depth: int = CANDIDATES) -> list[Hit]:
+        """Hybrid top-``depth`` reordered by the reranker, cut to ``k``."""
+        if self.reranker is None:
+            raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.rerank)")
+        candidates = self.hybrid(query, depth, user, depth)
+        texts = [self.index.chunks[self.index.row_of[h.id]].text for h in candidates]
+        return self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k]
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+        """Run one mode; an empty query or an unknown mode is a clear error."""
+        if not query or not query.strip():
+            raise ValueError("empty query: ask something")
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.timings_ms = {}
+        return getattr(self, mode)(query, k=k, user=user)
+
+    def text(self, hit: Hit) -> str:
+        """The chunk text behind a hit."""
+        return self.index.chunks[self.index.row_of[hit.id]].text
