@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import config
+from .io import atomic_dir
 
 PUBLIC = "public"
 BUNDLED_VERSION = "3.11"
@@ -299,24 +300,18 @@ def extract_archive(archive: Path, dest: Path, sha256: str | None = None) -> Pat
     actual = sha256_file(archive)
     if sha256 and actual != sha256.lower():
         raise CorpusError(f"{archive}: sha256 is {actual}, expected {sha256}; the file is corrupt or not the one expected")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    with atomic_dir(dest) as tmp:
         try:
             with tarfile.open(archive, "r:*") as tar:
-                tar.extractall(tmp, filter="data")
+                tar.extractall(tmp / "x", filter="data")
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise CorpusError(f"{archive}: cannot extract ({exc})") from exc
-        entries = [p for p in tmp.iterdir()]
-        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
+        entries = list((tmp / "x").iterdir())
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp / "x"
         (top / ".raglab-source.json").write_text(json.dumps({"archive": archive.name, "sha256": actual}))
-        old = dest.with_name(dest.name + ".old")
-        if dest.exists():
-            dest.rename(old)
-        top.rename(dest)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for item in top.iterdir():  # the pages become the folder's top level
+            item.rename(tmp / item.name)
+        shutil.rmtree(tmp / "x")
     return dest
 
 

@@ -7,11 +7,10 @@ Everything is written into a temporary folder and renamed into place.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import shutil
-import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from . import config
 from .bm25 import BM25
 from .chunking import Chunk, ChunkSettings, chunk_corpus
 from .corpus import PUBLIC, corpus_stats, load_corpus
-from .io import read_jsonl, write_jsonl
+from .io import atomic_dir, read_jsonl, write_jsonl
 from .models import MINILM
 from .stores import FaissStore
 
@@ -74,8 +73,6 @@ def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_
     chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
     corpus_hash = corpus_stats(docs)["sha256"]
     key = json.dumps([corpus, profile, corpus_hash, chunking, model_id, kind], sort_keys=True)
-    import hashlib
-
     return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
             "chunking": chunking, "model": model_id, "kind": kind,
             "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
@@ -100,20 +97,11 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     bm25 = BM25([c.indexed_text for c in chunks])
     manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats)
     dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    with atomic_dir(dest) as tmp:
         write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
         dense.save(tmp / "dense.faiss")
         bm25.save(tmp / "bm25.npz")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        old = dest.with_name(dest.name + ".old")
-        if dest.exists():
-            dest.rename(old)
-        tmp.rename(dest)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return Index(dest, manifest, chunks, dense, bm25)
 
 

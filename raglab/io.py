@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
@@ -48,3 +49,26 @@ def read_jsonl(path: str | Path) -> list[dict]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
     return records
+
+
+def replace_dir(src: Path, dest: Path) -> None:
+    """Move folder ``src`` to ``dest``; an old ``dest`` is set aside first and removed after."""
+    old = dest.with_name(dest.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if dest.exists():
+        dest.rename(old)
+    src.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(dest: str | Path) -> Iterator[Path]:
+    """Yield a temporary folder beside ``dest``; on success it becomes ``dest``, on error it vanishes."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        yield tmp
+        replace_dir(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -3,7 +3,6 @@ import functools
 import hashlib
 import http.server
 import json
-import os
 import threading
 import warnings
 from pathlib import Path
