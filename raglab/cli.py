@@ -5,6 +5,8 @@
     raglab chunk        [--corpus C] --strategy S [--size N] [--overlap N] [--prefix] --out FILE.jsonl
     raglab index        [--corpus C] [--strategy S ...] [--kind flat|hnsw] [--model NAME]
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
+    raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
+    raglab llm serve    [--port N]
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
 from __future__ import annotations
@@ -89,12 +91,49 @@ def cmd_search(args) -> int:
     index = load_index(args.corpus, args.profile, _settings(args), embedder.model_id, args.kind)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
     retriever = Retriever(index, embedder, reranker)
-    user = tuple(g.strip() for g in args.user.split(",") if g.strip()) if args.user else None
-    hits = retriever.search(args.query, args.mode, args.k, user)
+    hits = retriever.search(args.query, args.mode, args.k, _user(args))
     rows = [h.to_dict(retriever.text(h)) for h in hits]
     lines = [f"{h.rank:>3}  {h.score:8.4f}  {h.id}" for h in hits] or ["no results"]
     _emit(args, rows, lines)
     return 0
+
+
+def cmd_ask(args) -> int:
+    import os
+
+    from .assistant import DEFAULT_THRESHOLD, Assistant
+    from .embeddings import Embedder
+    from .generate import ExtractiveGenerator, OpenAIGenerator
+    from .index import load_index
+    from .rerank import make_reranker
+    from .retrieval import Retriever
+
+    embedder = Embedder(args.model)
+    index = load_index(args.corpus, args.profile, _settings(args), embedder.model_id, args.kind)
+    retriever = Retriever(index, embedder, make_reranker(args.reranker, embedder))
+    choice = args.generator or ("openai" if os.environ.get("LLM_BASE_URL") else "extractive")
+    generator = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)
+    threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    assistant = Assistant(retriever, generator, threshold, attribution=args.attribution)
+    answer = assistant.ask(args.query, _user(args))
+    lines = [answer.answer, ""]
+    lines += [f"[{c.n}] {c.id}  ({c.heading})" for c in answer.citations]
+    if answer.refused:
+        lines.append(f"(refused: {answer.reason}; evidence strength {answer.evidence:.3f}, threshold {threshold})")
+    lines.append(f"generator: {answer.generator}")
+    _emit(args, answer.to_dict(), lines)
+    return 0
+
+
+def _user(args) -> tuple[str, ...] | None:
+    """The caller's groups from ``--user a,b`` (public is always added by the index)."""
+    return tuple(g.strip() for g in args.user.split(",") if g.strip()) if args.user else None
+
+
+def cmd_llm_serve(args) -> int:
+    from .llm import serve_forever
+
+    return serve_forever(args.port)
 
 
 def cmd_workbook(args) -> int:
@@ -157,6 +196,23 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--reranker", help="cross-encoder model name for --mode rerank (default: offline sentence reranker)")
     search.set_defaults(func=cmd_search)
 
+    ask = sub.add_parser("ask", help="a cited answer, checked in code, or the refusal")
+    ask.add_argument("query")
+    common(ask)
+    chunking_opts(ask)
+    ask.add_argument("--generator", choices=("extractive", "openai"),
+                     help="default: openai when LLM_BASE_URL is set, else the offline extractive generator")
+    ask.add_argument("--user", help="the caller's access groups, comma-separated (public is always included)")
+    ask.add_argument("--reranker", help="cross-encoder model name (default: offline sentence reranker)")
+    ask.add_argument("--threshold", type=float, help="evidence strength below which the question is refused")
+    ask.add_argument("--attribution", action="store_true", help="attach sources to uncited sentences (post-hoc)")
+    ask.set_defaults(func=cmd_ask)
+
+    llm = sub.add_parser("llm", help="a local OpenAI-compatible model server").add_subparsers(dest="action", required=True)
+    serve = llm.add_parser("serve", help="serve the packaged SmolLM2-135M-Instruct on 127.0.0.1")
+    serve.add_argument("--port", type=int, default=8088)
+    serve.set_defaults(func=cmd_llm_serve)
+
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
     wb.add_argument("--inplace", action="store_true", help="also save the executed notebooks over the sources")
@@ -171,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        return 130
     except (CorpusError, ValueError, OSError, RuntimeError) as exc:
         print(f"raglab: error: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 import pytest  # noqa: E402
 
+from raglab.chunking import ChunkSettings  # noqa: E402
 from raglab.corpus import load_corpus  # noqa: E402
 
 
@@ -24,3 +25,41 @@ def helpcenter():
 def both_corpora(python_docs, helpcenter):
     """Every document of both bundled corpora."""
     return python_docs + helpcenter
+
+
+HC_SETTINGS = ChunkSettings("headings", prefix=True)
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    """A private working folder (caches, indexes, traces) for the tests that build indexes."""
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("work")
+    mp.setenv("RAGLAB_WORKDIR", str(path))
+    yield path
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def embedder(workdir):
+    """The packaged MiniLM with a cache in the private working folder."""
+    from raglab.embeddings import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def index(workdir, embedder):
+    """The help-center corpus, heading-aware chunks with prefixes, indexed once per session."""
+    from raglab.index import build_index
+
+    return build_index("helpcenter", "small", HC_SETTINGS, embedder)
+
+
+@pytest.fixture(scope="session")
+def retriever(index, embedder):
+    """Every search mode over the help-center index, with the offline sentence reranker."""
+    from raglab.rerank import SentenceMaxReranker
+    from raglab.retrieval import Retriever
+
+    return Retriever(index, embedder, SentenceMaxReranker(embedder))

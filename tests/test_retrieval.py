@@ -7,37 +7,10 @@ import pytest
 from raglab.chunking import ChunkSettings
 from raglab.cli import main
 from raglab.fusion import rrf
-from raglab.index import IndexNotReady, build_index, load_index
-from raglab.rerank import CrossEncoderReranker, SentenceMaxReranker
-from raglab.retrieval import Retriever
+from raglab.index import IndexNotReady, load_index
+from raglab.rerank import CrossEncoderReranker
 
-SETTINGS = ChunkSettings("headings", prefix=True)
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    path = tmp_path_factory.mktemp("work")
-    mp.setenv("RAGLAB_WORKDIR", str(path))
-    yield path
-    mp.undo()
-
-
-@pytest.fixture(scope="module")
-def embedder(workdir):
-    from raglab.embeddings import Embedder
-
-    return Embedder()
-
-
-@pytest.fixture(scope="module")
-def index(workdir, embedder):
-    return build_index("helpcenter", "small", SETTINGS, embedder)
-
-
-@pytest.fixture(scope="module")
-def retriever(index, embedder):
-    return Retriever(index, embedder, SentenceMaxReranker(embedder))
+from conftest import HC_SETTINGS as SETTINGS
 
 
 def test_load_checks_the_manifest(index, workdir):

