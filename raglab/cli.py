@@ -6,6 +6,8 @@
     raglab index        [--corpus C] [--strategy S ...] [--kind flat|hnsw] [--model NAME]
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
+    raglab eval         --golden FILE [--corpus C] [--retrieval-only] [--k N] [--json OUT]
+    raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
@@ -99,29 +101,58 @@ def cmd_search(args) -> int:
 
 
 def cmd_ask(args) -> int:
-    import os
-
-    from .assistant import DEFAULT_THRESHOLD, Assistant
-    from .embeddings import Embedder
-    from .generate import ExtractiveGenerator, OpenAIGenerator
-    from .index import load_index
-    from .rerank import make_reranker
-    from .retrieval import Retriever
-
-    embedder = Embedder(args.model)
-    index = load_index(args.corpus, args.profile, _settings(args), embedder.model_id, args.kind)
-    retriever = Retriever(index, embedder, make_reranker(args.reranker, embedder))
-    choice = args.generator or ("openai" if os.environ.get("LLM_BASE_URL") else "extractive")
-    generator = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)
-    threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    assistant = Assistant(retriever, generator, threshold, attribution=args.attribution)
+    assistant = _assistant(args, build=False)
     answer = assistant.ask(args.query, _user(args))
     lines = [answer.answer, ""]
     lines += [f"[{c.n}] {c.id}  ({c.heading})" for c in answer.citations]
     if answer.refused:
-        lines.append(f"(refused: {answer.reason}; evidence strength {answer.evidence:.3f}, threshold {threshold})")
+        lines.append(f"(refused: {answer.reason}; evidence strength {answer.evidence:.3f}, threshold {assistant.threshold})")
     lines.append(f"generator: {answer.generator}")
     _emit(args, answer.to_dict(), lines)
+    return 0
+
+
+def _assistant(args, build: bool):
+    """The assistant the CLI verbs share, from the chunking and answer options."""
+    from .assistant import build_assistant
+
+    return build_assistant(args.corpus, args.profile, _settings(args), args.generator, args.reranker,
+                           args.threshold, args.attribution, args.model, args.kind, build=build)
+
+
+def cmd_eval(args) -> int:
+    from .evaluation import format_scoreboard, run_golden
+    from .io import atomic_open
+
+    board = run_golden(_assistant(args, build=True), args.golden, args.k, args.mode, args.retrieval_only)
+    if args.json:
+        with atomic_open(args.json) as fh:
+            json.dump(board, fh, indent=2)
+    print(format_scoreboard(board))
+    return 0
+
+
+def cmd_bakeoff(args) -> int:
+    from .bakeoff import choose_winner, run_bakeoff
+    from .io import atomic_open
+
+    table, per_question = run_bakeoff(args.corpus, args.profile, args.golden)
+    _, rationale = choose_winner(table, per_question)
+    cols = ["chunking", "retriever", "recall@3", "recall@5", "recall@5_lo", "recall@5_hi", "mrr", "latency_p50_ms"]
+    print(table[cols].to_string(index=False))
+    print(rationale)
+    if args.json:
+        with atomic_open(args.json) as fh:
+            json.dump({"table": table.to_dict(orient="records"), "rationale": rationale}, fh, indent=2)
+    if args.plots:
+        from pathlib import Path
+
+        from .plots import bakeoff_bars, score_vs_size
+
+        Path(args.plots).mkdir(parents=True, exist_ok=True)
+        bakeoff_bars(table).savefig(Path(args.plots) / "bakeoff_recall5.png", dpi=120)
+        score_vs_size(table).savefig(Path(args.plots) / "recall5_vs_chunk_tokens.png", dpi=120)
+        print(f"plots written to {args.plots}")
     return 0
 
 
@@ -196,17 +227,40 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--reranker", help="cross-encoder model name for --mode rerank (default: offline sentence reranker)")
     search.set_defaults(func=cmd_search)
 
+    def answer_opts(sp):
+        sp.add_argument("--generator", choices=("extractive", "openai"),
+                        help="default: openai when LLM_BASE_URL is set, else the offline extractive generator")
+        sp.add_argument("--reranker", help="cross-encoder model name (default: offline sentence reranker)")
+        sp.add_argument("--threshold", type=float, help="evidence strength below which a question is refused")
+        sp.add_argument("--attribution", action="store_true", help="attach sources to uncited sentences (post-hoc)")
+
     ask = sub.add_parser("ask", help="a cited answer, checked in code, or the refusal")
     ask.add_argument("query")
     common(ask)
     chunking_opts(ask)
-    ask.add_argument("--generator", choices=("extractive", "openai"),
-                     help="default: openai when LLM_BASE_URL is set, else the offline extractive generator")
+    answer_opts(ask)
     ask.add_argument("--user", help="the caller's access groups, comma-separated (public is always included)")
-    ask.add_argument("--reranker", help="cross-encoder model name (default: offline sentence reranker)")
-    ask.add_argument("--threshold", type=float, help="evidence strength below which the question is refused")
-    ask.add_argument("--attribution", action="store_true", help="attach sources to uncited sentences (post-hoc)")
     ask.set_defaults(func=cmd_ask)
+
+    ev = sub.add_parser("eval", help="score a golden set: retrieval, answers, citations, abstention, latency")
+    ev.add_argument("--golden", required=True, help="golden set JSONL")
+    ev.add_argument("--corpus", default="python-docs")
+    ev.add_argument("--profile", choices=config.PROFILES)
+    chunking_opts(ev)
+    answer_opts(ev)
+    ev.add_argument("--retrieval-only", action="store_true", help="skip answers: retrieval scores only")
+    ev.add_argument("--k", type=int, default=5)
+    ev.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"), default="rerank")
+    ev.add_argument("--json", metavar="OUT", help="write the scores as JSON to OUT")
+    ev.set_defaults(func=cmd_eval)
+
+    bake = sub.add_parser("bakeoff", help="every chunker x every retriever on a golden set")
+    bake.add_argument("--corpus", default="python-docs")
+    bake.add_argument("--profile", choices=config.PROFILES)
+    bake.add_argument("--golden", help="golden set JSONL (default: the one shipped for the corpus)")
+    bake.add_argument("--json", metavar="OUT", help="write the table as JSON to OUT")
+    bake.add_argument("--plots", metavar="DIR", help="write the charts as PNG into DIR")
+    bake.set_defaults(func=cmd_bakeoff)
 
     llm = sub.add_parser("llm", help="a local OpenAI-compatible model server").add_subparsers(dest="action", required=True)
     serve = llm.add_parser("serve", help="serve the packaged SmolLM2-135M-Instruct on 127.0.0.1")

@@ -74,3 +74,57 @@ def evidence_plot(answerable: Sequence[float], unanswerable: Sequence[float], th
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def bakeoff_bars(table, metric: str = "recall@5"):
+    """Grouped bars: one group per chunking, one bar per retriever, whiskers = 95% interval."""
+    plt = _plt()
+    import numpy as np
+
+    chunkings = list(dict.fromkeys(table["chunking"]))
+    retrievers = list(dict.fromkeys(table["retriever"]))
+    width = 0.8 / len(retrievers)
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    for i, r in enumerate(retrievers):
+        sub = table[table["retriever"] == r].set_index("chunking").loc[chunkings]
+        x = np.arange(len(chunkings)) + (i - (len(retrievers) - 1) / 2) * width
+        err = [sub[metric] - sub[f"{metric}_lo"], sub[f"{metric}_hi"] - sub[metric]]
+        ax.bar(x, sub[metric], width, yerr=err, capsize=3, label=r)
+    ax.set_xticks(range(len(chunkings)), chunkings)
+    ax.set_ylabel(metric)
+    ax.set_ylim(0, 1.05)
+    ax.legend(ncol=len(retrievers), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1.15))
+    fig.tight_layout()
+    return fig
+
+
+def score_vs_size(table, metric: str = "recall@5"):
+    """Score against mean chunk length in tokens, one line per retriever."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for r, sub in table.groupby("retriever", sort=False):
+        sub = sub.sort_values("mean_tokens")
+        ax.plot(sub["mean_tokens"], sub[metric], marker="o", label=r)
+    for name, sub in table.groupby("chunking", sort=False):  # one label per chunking, under its lowest point
+        ax.annotate(name, (sub["mean_tokens"].iloc[0], sub[metric].min()), xytext=(0, -12),
+                    textcoords="offset points", fontsize=7, ha="center", alpha=0.7)
+    ax.set_xlabel("mean tokens per chunk")
+    ax.set_ylabel(metric)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def scores_chart(frame, title: str = "Scores with 95% bootstrap intervals"):
+    """Horizontal bars of scores in [0, 1] with their interval whiskers."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(frame) + 1))
+    y = range(len(frame))
+    err = [frame["value"] - frame["ci_low"], frame["ci_high"] - frame["value"]]
+    ax.barh(list(y), frame["value"], xerr=err, capsize=3, color="#4C72B0")
+    ax.set_yticks(list(y), list(frame.index))
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.05)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -54,4 +54,22 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
         written.append(render_html(nb, out_dir / path.with_suffix(".html").name))
         print(f"  {path.name:<40} {time.perf_counter() - started:6.1f} s  -> {written[-1]}")
     print(f"rendered notebooks: {out_dir.resolve()}")
+    print_scoreboard(Path(out))
     return written
+
+
+def print_scoreboard(out: Path) -> dict:
+    """The main job's last step: score the assistant on the Python-docs golden set and print it."""
+    import json
+
+    from .assistant import build_assistant
+    from .evaluation import format_scoreboard, run_golden
+
+    golden = config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl"
+    board = run_golden(build_assistant("python-docs"), golden)
+    with atomic_open(out / "scoreboard.json") as fh:
+        json.dump(board, fh, indent=2)
+    print()
+    print(format_scoreboard(board))
+    print(f"scores: {(out / 'scoreboard.json').resolve()}")
+    return board

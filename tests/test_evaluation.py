@@ -2,11 +2,13 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from raglab import config
 from raglab.chunking import Chunk
-from raglab.evaluation import load_golden, recall_at_k, reciprocal_rank
+from raglab.evaluation import (bootstrap_ci, evidence_recall, first_relevant_rr, hit, load_golden, ndcg,
+                               paired_test, recall, reciprocal_rank)
 
 EVALS = Path(config.PROJECT_ROOT, "evals")
 
@@ -16,14 +18,73 @@ def _chunk(cid, doc, text):
 
 
 def test_course_example_recall_and_reciprocal_rank():
+    """The course's example: retrieved [x, a, y, b], relevant {a, b}: recall@3 = 1/2, reciprocal rank = 1/2."""
+    assert recall(["x", "a", "y", "b"], {"a", "b"}, 3) == 0.5
+    assert reciprocal_rank(["x", "a", "y", "b"], {"a", "b"}) == 0.5
     from raglab.evaluation import Question
 
     run = [_chunk("x", "x.txt", "nothing"), _chunk("a", "a.txt", "alpha fact"),
            _chunk("y", "y.txt", "nothing"), _chunk("b", "b.txt", "beta  fact")]
     q = Question("q", "multi", "?", "", (), ({"doc": "a.txt", "quote": "alpha fact"}, {"doc": "b.txt", "quote": "beta fact"}))
-    assert recall_at_k(run, q, 3) == 0.5
-    assert recall_at_k(run, q, 4) == 1.0
-    assert reciprocal_rank(run, q) == 0.5
+    assert evidence_recall(run, q, 3) == 0.5 and evidence_recall(run, q, 4) == 1.0
+    assert first_relevant_rr(run, q) == 0.5
+
+
+def _random_runs(seed=3, n_queries=60, n_docs=40):
+    rng = np.random.default_rng(seed)
+    runs, qrels = {}, {}
+    for qi in range(n_queries):
+        docs = [f"d{i}" for i in rng.permutation(n_docs)[: rng.integers(5, 30)]]
+        runs[f"q{qi}"] = docs
+        rel = {f"d{i}" for i in range(n_docs) if rng.random() < 0.15}
+        qrels[f"q{qi}"] = rel or {"d0"}
+    return runs, qrels
+
+
+def test_metrics_equal_pytrec_eval_on_random_runs():
+    import pytrec_eval
+
+    runs, qrels = _random_runs()
+    trec_run = {q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in runs.items()}
+    trec_qrels = {q: {d: 1 for d in rel} for q, rel in qrels.items()}
+    ref = pytrec_eval.RelevanceEvaluator(trec_qrels, {"recall_5", "recall_10", "recip_rank", "ndcg_cut_10"}).evaluate(trec_run)
+    for q, ranked in runs.items():
+        assert recall(ranked, qrels[q], 5) == pytest.approx(ref[q]["recall_5"], rel=1e-9)
+        assert recall(ranked, qrels[q], 10) == pytest.approx(ref[q]["recall_10"], rel=1e-9)
+        assert reciprocal_rank(ranked, qrels[q]) == pytest.approx(ref[q]["recip_rank"], rel=1e-9)
+        assert ndcg(ranked, qrels[q], 10) == pytest.approx(ref[q]["ndcg_cut_10"], rel=1e-9, abs=1e-12)
+
+
+def test_hit_rate_and_mrr_equal_ranx_on_random_runs():
+    from ranx import Qrels, Run, evaluate
+
+    runs, qrels = _random_runs(seed=5)
+    run = Run({q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in runs.items()})
+    rels = Qrels({q: {d: 1 for d in rel} for q, rel in qrels.items()})
+    ref = evaluate(rels, run, ["hit_rate@5", "mrr@10", "ndcg@10"], return_mean=False)
+    order = list(rels.keys())  # ranx reports per query in its own key order
+    ours = {"hit_rate@5": [hit(runs[q], qrels[q], 5) for q in order],
+            "mrr@10": [reciprocal_rank(runs[q], qrels[q], 10) for q in order],
+            "ndcg@10": [ndcg(runs[q], qrels[q], 10) for q in order]}
+    for name, values in ours.items():
+        assert np.allclose(values, ref[name], rtol=1e-9, atol=1e-12), name
+
+
+def test_bootstrap_interval_contains_the_mean_and_shrinks_with_more_data():
+    rng = np.random.default_rng(0)
+    small, large = rng.random(30), rng.random(3000)
+    a, b = bootstrap_ci(small), bootstrap_ci(large)
+    assert a["ci_low"] <= a["value"] <= a["ci_high"]
+    assert (b["ci_high"] - b["ci_low"]) < (a["ci_high"] - a["ci_low"]) / 5
+    assert bootstrap_ci([1.0] * 10) == {"value": 1.0, "ci_low": 1.0, "ci_high": 1.0}
+
+
+def test_paired_test_separates_a_real_gain_from_noise():
+    rng = np.random.default_rng(1)
+    a = rng.random(40)
+    assert paired_test(a, a + 0.2)["significant"]
+    noise = paired_test(a, a + rng.normal(0, 0.05, 40))
+    assert not noise["significant"] and noise["p_value"] > 0.05
 
 
 @pytest.mark.parametrize("name,corpus", [("python_docs_golden.jsonl", "python_docs"), ("helpcenter_golden.jsonl", "helpcenter")])

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from raglab.assistant import DEFAULT_THRESHOLD, Assistant, choose_threshold
+from raglab.assistant import Assistant, choose_threshold
 from raglab.chunking import Chunk
 from raglab.generate import (REFUSAL, ExtractiveGenerator, ScriptedGenerator, Source, build_messages,
                              check_citations, parse_citations, render_sources)
@@ -137,21 +137,18 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
     assert answer.citations[0].doc == "plus/priority-support.md"
 
 
-def test_default_threshold_is_the_one_the_golden_set_chooses(python_docs):
-    """Recompute the refusal threshold from the python-docs golden set (as notebook 04 does)."""
-    from raglab import config
+@pytest.mark.parametrize("corpus,settings", [("python-docs", ("words", False)), ("helpcenter", ("headings", True))])
+def test_thresholds_are_the_ones_the_golden_sets_choose(corpus, settings):
+    """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
+    from raglab.assistant import build_assistant, threshold_for
+    from raglab.bakeoff import default_golden
     from raglab.chunking import ChunkSettings
-    from raglab.embeddings import Embedder
-    from raglab.evaluation import load_golden
-    from raglab.index import open_index
-    from raglab.rerank import SentenceMaxReranker
-    from raglab.retrieval import Retriever
+    from raglab.corpus import load_corpus
+    from raglab.evaluation import load_golden, user_for
 
-    emb = Embedder()
-    idx = open_index("python-docs", "small", ChunkSettings("words"), emb)
-    r = Retriever(idx, emb, SentenceMaxReranker(emb))
-    questions = load_golden(config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl", python_docs)
-    strength = {q.id: r.search(q.question, "rerank", 5)[0].score for q in questions}
+    a = build_assistant(corpus, "small", ChunkSettings(settings[0], prefix=settings[1]))
+    questions = load_golden(default_golden(corpus), load_corpus(corpus, "small"))
+    strength = {q.id: a.retriever.search(q.question, "rerank", 5, user_for(q))[0].score for q in questions}
     threshold, j = choose_threshold([strength[q.id] for q in questions if q.type != "unanswerable"],
                                     [strength[q.id] for q in questions if q.type == "unanswerable"])
-    assert threshold == pytest.approx(DEFAULT_THRESHOLD, abs=0.01) and j > 0.5
+    assert threshold == pytest.approx(threshold_for(corpus), abs=0.01) and j > 0.4

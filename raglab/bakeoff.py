@@ -1,0 +1,83 @@
+"""The chunking x retriever bake-off: every chunker with every retriever on one golden set.
+
+Each cell reports recall@3, recall@5 and MRR with bootstrap intervals, and latency. The winner is
+chosen from the data: the best recall@5, with a paired test against the runner-up saying whether
+the gap is more than noise (if not, MRR and then latency decide).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import config
+from .chunking import ChunkSettings, token_lengths, load_tokenizer
+from .corpus import load_corpus
+from .evaluation import bootstrap_ci, evaluate, load_golden, paired_test
+
+CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
+            ChunkSettings("headings", prefix=True))
+RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
+GOLDEN = {"python-docs": "python_docs_golden.jsonl", "helpcenter": "helpcenter_golden.jsonl"}
+
+
+def default_golden(corpus: str) -> Path:
+    """The golden set shipped for a bundled corpus."""
+    if corpus not in GOLDEN:
+        raise ValueError(f"no golden set ships for corpus {corpus!r}: pass --golden FILE")
+    return config.PROJECT_ROOT / "evals" / GOLDEN[corpus]
+
+
+def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden: str | Path | None = None,
+                embedder=None, chunkers=CHUNKERS, retrievers=RETRIEVERS, k: int = 5):
+    """Returns ``(table, per_question)``: a DataFrame with one row per (chunking, retriever), and the
+    per-question recall@5 lists behind it (for paired comparisons)."""
+    import pandas as pd
+
+    from .embeddings import Embedder
+    from .index import open_index
+    from .rerank import SentenceMaxReranker
+    from .retrieval import Retriever
+
+    embedder = embedder or Embedder()
+    questions = [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
+                 if q.type != "unanswerable"]
+    tok = load_tokenizer()
+    rows, per_question = [], {}
+    for settings in chunkers:
+        index = open_index(corpus, profile, settings, embedder)
+        retriever = Retriever(index, embedder, SentenceMaxReranker(embedder))
+        tokens = token_lengths([c.indexed_text for c in index.chunks], tok)
+        for mode in retrievers:
+            results = evaluate(retriever, questions, k=k, mode=mode)
+            key = (settings.label(), mode)
+            per_question[key] = [r.recall for r in results]
+            row = {"chunking": settings.label(), "retriever": mode, "chunks": len(index.chunks),
+                   "mean_tokens": round(float(np.mean(tokens)), 1), "over_256": round(float(np.mean(np.array(tokens) > 256)), 3)}
+            for name, values in [("recall@3", [r.recall3 for r in results]), (f"recall@{k}", [r.recall for r in results]),
+                                 ("mrr", [r.rr for r in results])]:
+                ci = bootstrap_ci(values)
+                row.update({name: ci["value"], f"{name}_lo": ci["ci_low"], f"{name}_hi": ci["ci_high"]})
+            row["latency_p50_ms"] = round(float(np.median([r.retrieve_ms for r in results])), 1)
+            rows.append(row)
+    return pd.DataFrame(rows), per_question
+
+
+def choose_winner(table, per_question: dict, k: int = 5, latency: bool = True) -> tuple[tuple[str, str], str]:
+    """The best (chunking, retriever) and a rationale read from the numbers (``latency=False`` leaves
+    the machine-dependent timing out of the text)."""
+    metric = f"recall@{k}"
+    ranked = table.sort_values([metric, "mrr", "latency_p50_ms"], ascending=[False, False, True]).reset_index(drop=True)
+    best, runner = ranked.iloc[0], ranked.iloc[1]
+    bkey, rkey = (best.chunking, best.retriever), (runner.chunking, runner.retriever)
+    test = paired_test(per_question[rkey], per_question[bkey])
+    worst = ranked.iloc[-1]
+    spread = best[metric] - worst[metric]
+    lines = [f"winner: {best.chunking} + {best.retriever}: {metric} {best[metric]:.3f} "
+             f"[{best[f'{metric}_lo']:.3f}, {best[f'{metric}_hi']:.3f}], MRR {best.mrr:.3f}"
+             + (f", {best.latency_p50_ms:.0f} ms per query" if latency else ""),
+             f"runner-up: {runner.chunking} + {runner.retriever}: {metric} {runner[metric]:.3f}; paired difference "
+             f"{test['diff']:+.3f} [{test['ci_low']:+.3f}, {test['ci_high']:+.3f}], p = {test['p_value']:.3f} -> "
+             + ("a real gain" if test["significant"] else "within noise on this many questions; MRR and latency break the tie"),
+             f"the whole table spans {spread:.3f} in {metric} (worst: {worst.chunking} + {worst.retriever})"]
+    return bkey, "\n".join(lines)
