@@ -1,7 +1,10 @@
 """PgVectorStore against numpy brute force, on an embedded PostgreSQL started in a tmp folder."""
 import contextlib
+import shutil
+import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -44,11 +47,23 @@ def brute_force(vectors, chunks, q, k, groups=None):
     return [(chunks[i].id, float(scores[i])) for i in top]
 
 
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its parent to reap it counts as exited)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 @pytest.fixture(scope="module")
-def pg(tmp_path_factory):
-    """An embedded server in a tmp working folder, stopped (and checked gone) at the end."""
+def pg():
+    """An embedded server in a tmp working folder, stopped (and checked gone) at the end.
+
+    Not under pytest's tmp_path_factory: every pytest run (another one on the machine too) resets
+    /tmp/pytest-of-<user> to mode 0700, which locks out the server's own system user as it starts.
+    """
     mp = pytest.MonkeyPatch()
-    work = tmp_path_factory.mktemp("pgwork")
+    work = Path(tempfile.mkdtemp(prefix="raglab-pgtest-"))
     mp.setenv("RAGLAB_WORKDIR", str(work))
     mp.delenv(pgs.ENV_URL, raising=False)
     url = pgs.database()
@@ -58,11 +73,12 @@ def pg(tmp_path_factory):
     yield url
     pgs.stop_embedded()
     deadline = time.time() + 10
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
+    while not gone(pid) and time.time() < deadline:
         time.sleep(0.05)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert gone(pid)
     assert not (work / "pg" / "postmaster.pid").exists()
     mp.undo()
+    shutil.rmtree(work)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +135,15 @@ def test_exact_search_never_uses_the_hnsw_index(stores, data):
         for groups in (None, ["public"]):
             assert not exact.uses_hnsw(q, K, groups) and "hnsw" not in exact.explain(q, K, groups)
             assert hnsw.uses_hnsw(q, K, groups)
+
+
+def test_repeated_queries_are_planned_with_their_groups(stores, data):
+    _, hnsw = stores
+    for q in data[2]:
+        hnsw.search(q, K, ["public"])
+    generic, custom = hnsw.conn.execute("SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements "
+                                        "WHERE statement LIKE '%access &&%'").fetchone()
+    assert generic == 0 and custom > 10   # a generic plan cannot see the groups' selectivity
 
 
 def test_bulk_load_refreshes_planner_statistics(stores):
@@ -263,3 +288,14 @@ def test_database_url_precedence(pg, monkeypatch):
     assert pgs.database() == "postgresql://env/db"
     monkeypatch.delenv(pgs.ENV_URL)
     assert pgs.database() == pg
+
+
+def test_server_that_cannot_start_is_a_clear_error(pg, monkeypatch):
+    work = Path(tempfile.mkdtemp(prefix="raglab-pgtest-"))
+    try:
+        (work / "pg").write_text("not a data folder")
+        monkeypatch.setenv("RAGLAB_WORKDIR", str(work))
+        with pytest.raises(RuntimeError, match=r"could not start the embedded PostgreSQL in .*: initdb: .*Not a dir"):
+            pgs.database()
+    finally:
+        shutil.rmtree(work)

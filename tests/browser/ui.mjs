@@ -1,0 +1,66 @@
+// Drives the raglab page in Debian's Chromium with playwright-core; prints one JSON line of what it saw.
+// Usage: node ui.mjs '{"url": "http://127.0.0.1:PORT/", "token": "...", "question": "...",
+//                      "refusedQuestion": "...", "screenshot": "/tmp/x.png"}'
+// Environment: CHROMIUM (default /usr/bin/chromium).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const opts = JSON.parse(process.argv[2]);
+const TIMEOUT = opts.timeoutMs ?? 60000;
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const profile = mkdtempSync(join(tmpdir(), 'raglab-chromium-'));   // a fresh user-data dir every run
+const out = { console: [], pageErrors: [], requests: [] };
+let context;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true, args: ARGS, viewport: { width: 1000, height: 900 }, timeout: TIMEOUT,
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') out.console.push(m.text()); });
+  page.on('pageerror', (e) => out.pageErrors.push(String(e)));
+  page.on('request', (r) => out.requests.push(r.url()));
+
+  await page.goto(opts.url, { waitUntil: 'load' });
+  out.title = await page.title();
+  await page.fill('#token', opts.token);
+  await page.fill('#question', opts.question);
+  await page.click('#ask');
+  await page.waitForSelector('#answer a.cite[data-id]');
+  out.answer = await page.textContent('#answer');
+  out.answerClass = await page.getAttribute('#answer', 'class');
+  out.markers = await page.$$eval('#answer a.cite[data-id]', (as) => as.map((a) => ({ n: a.dataset.n, id: a.dataset.id, text: a.textContent })));
+  await page.click('#answer a.cite[data-id] >> nth=0');
+  await page.waitForSelector('#chunk:not([hidden])');
+  await page.waitForFunction(() => document.getElementById('chunk-text').textContent.trim().length > 0);
+  out.chunkId = await page.getAttribute('#chunk', 'data-id');
+  out.chunkTitle = await page.textContent('#chunk-title');
+  out.chunkText = await page.textContent('#chunk-text');
+  await page.screenshot({ path: opts.screenshot, fullPage: true });
+
+  if (opts.refusedQuestion) {             // a reload keeps the token (localStorage); a refusal looks different
+    await page.reload({ waitUntil: 'load' });
+    out.tokenAfterReload = await page.inputValue('#token');
+    await page.fill('#question', opts.refusedQuestion);
+    await page.click('#ask');
+    await page.waitForSelector('#answer.refused #refusal');
+    out.refusal = await page.textContent('#refusal');
+    out.refusalReason = await page.textContent('#answer .reason');
+    out.refusalMarkers = await page.$$eval('#answer a.cite', (as) => as.length);
+    out.refusalBorder = await page.$eval('#answer', (el) => getComputedStyle(el).borderTopColor);
+  }
+  out.ok = true;
+} catch (err) {
+  out.ok = false;
+  out.error = String(err && err.stack || err);
+} finally {
+  if (context) await context.close().catch(() => {});
+  rmSync(profile, { recursive: true, force: true });
+}
+console.log(JSON.stringify(out));
+process.exit(out.ok ? 0 : 1);
