@@ -104,9 +104,8 @@ class Assistant:
             generation = self.generator.generate(question, sources, self.refusal)
             timings["generate"] = round((time.perf_counter() - t) * 1000, 2)
             raw = generation.text
-            if getattr(self.generator, "name", "").startswith("openai"):
-                prompt = prompt_text(build_messages(question, sources, self.refusal,
-                                                    getattr(self.generator, "extra_instruction", None)))
+            prompt = prompt_text(build_messages(question, sources, self.refusal,
+                                                getattr(self.generator, "extra_instruction", None)))
             t = time.perf_counter()
             text = raw
             if is_refusal(raw, self.refusal):
@@ -130,7 +129,8 @@ class Assistant:
         return answer
 
     def _trace(self, answer: Answer, user, prompt: str | None) -> None:
-        """Append one JSON line: the question, the user's groups, what was retrieved and said."""
+        """Append one JSON line: the question, the user's groups, what was retrieved, the prompt the model
+        got (or, for the extractive generator, the one a model would get) and what was said."""
         record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "user_groups": sorted(set(user or ()) | {PUBLIC}),
                   "prompt": prompt, **answer.to_dict()}
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,25 +163,25 @@ def choose_threshold(answerable: list[float], unanswerable: list[float], toleran
 
 def build_assistant(corpus: str = "python-docs", profile: str | None = None, settings=None, generator: str | None = None,
                     reranker: str | None = None, threshold: float | None = None, attribution: bool = False,
-                    model: str | None = None, kind: str = "flat", build: bool = True) -> Assistant:
+                    model: str | None = None, kind: str = "flat", build: bool = True, store: str = "faiss") -> Assistant:
     """An assistant over one corpus with everything defaulted: the packaged MiniLM, the offline
     sentence reranker, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
 
-    With ``build=False`` a missing or mismatched index is an error instead of being built.
+    With ``build=False`` a missing or mismatched index is an error instead of being built;
+    ``store="pgvector"`` searches PostgreSQL + pgvector instead of FAISS.
     """
     import os
 
     from .chunking import ChunkSettings
     from .embeddings import Embedder
     from .generate import ExtractiveGenerator, OpenAIGenerator
-    from .index import load_index, open_index
+    from .index import get_index
     from .rerank import make_reranker
     from .retrieval import Retriever
 
     settings = settings or ChunkSettings()
     embedder = Embedder(model)
-    index = (open_index(corpus, profile, settings, embedder, kind) if build
-             else load_index(corpus, profile, settings, embedder.model_id, kind))
+    index = get_index(corpus, profile, settings, embedder, kind, store, build)
     retriever = Retriever(index, embedder, make_reranker(reranker, embedder))
     choice = generator or ("openai" if os.environ.get("LLM_BASE_URL") else "extractive")
     gen = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)

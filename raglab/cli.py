@@ -73,24 +73,37 @@ def cmd_index(args) -> int:
     from .embeddings import Embedder
     from .index import build_index
 
+    if args.store == "pgvector":
+        from .stores.pg_index import sync_pgvector
+
+        index, report = sync_pgvector(args.corpus, args.profile, _settings(args), Embedder(args.model),
+                                      hnsw=args.kind == "hnsw")
+        _emit(args, {"store": "pgvector", "version_id": index.version, **report},
+              [f"pgvector table {report['table']}: {report['chunks']:,} chunks; documents: {report['added']} added, "
+               f"{report['updated']} updated, {report['deleted']} deleted, {report['unchanged']} unchanged",
+               f"embeddings: {report['cache_hits']:,} from the cache, {report['cache_misses']:,} computed; "
+               f"index version {index.version}"])
+        return 0
     index = build_index(args.corpus, args.profile, _settings(args), Embedder(args.model), args.kind)
     m = index.manifest
-    stats = m["embed_stats"]
+    stats, ch = m["embed_stats"], m["changes"]
     _emit(args, {"path": str(index.path), **m},
           [f"indexed {m['n_chunks']:,} chunks of {args.corpus} ({m['profile']} profile, {_settings(args).label()}, "
            f"{m['kind']}) -> {index.path}",
+           f"documents: {len(ch['added'])} added, {len(ch['updated'])} updated, {len(ch['deleted'])} deleted, "
+           f"{len(ch['unchanged'])} unchanged",
            f"embeddings: {stats['hits']:,} from the cache, {stats['misses']:,} computed; index version {m['version_id']}"])
     return 0
 
 
 def cmd_search(args) -> int:
     from .embeddings import Embedder
-    from .index import load_index
+    from .index import get_index
     from .rerank import make_reranker
     from .retrieval import Retriever
 
     embedder = Embedder(args.model)
-    index = load_index(args.corpus, args.profile, _settings(args), embedder.model_id, args.kind)
+    index = get_index(args.corpus, args.profile, _settings(args), embedder, args.kind, args.store, build=False)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
     retriever = Retriever(index, embedder, reranker)
     hits = retriever.search(args.query, args.mode, args.k, _user(args))
@@ -117,7 +130,7 @@ def _assistant(args, build: bool):
     from .assistant import build_assistant
 
     return build_assistant(args.corpus, args.profile, _settings(args), args.generator, args.reranker,
-                           args.threshold, args.attribution, args.model, args.kind, build=build)
+                           args.threshold, args.attribution, args.model, args.kind, build=build, store=args.store)
 
 
 def cmd_eval(args) -> int:
@@ -192,7 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--prefix", action="store_true", help="prepend 'Title > Section: ' to the indexed text")
         if not index_opts:
             return
-        sp.add_argument("--kind", choices=("flat", "hnsw"), default="flat", help="FAISS index: exact (flat) or HNSW")
+        sp.add_argument("--kind", choices=("flat", "hnsw"), default="flat", help="exact search (flat) or HNSW")
+        sp.add_argument("--store", choices=("faiss", "pgvector"), default="faiss",
+                        help="vector store: FAISS files (default) or PostgreSQL + pgvector ($RAGLAB_DATABASE_URL, "
+                             "else an embedded server)")
         sp.add_argument("--model", help="sentence-transformers model (default: the packaged all-MiniLM-L6-v2)")
 
     corpus = sub.add_parser("corpus", help="inspect or fetch a corpus").add_subparsers(dest="action", required=True)

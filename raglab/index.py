@@ -19,7 +19,7 @@ from . import config
 from .bm25 import BM25
 from .chunking import Chunk, ChunkSettings, chunk_corpus
 from .corpus import PUBLIC, corpus_stats, load_corpus
-from .io import atomic_dir, read_jsonl, write_jsonl
+from .io import atomic_dir, crash_point, read_jsonl, write_jsonl
 from .models import MINILM
 from .stores import FaissStore
 
@@ -49,6 +49,14 @@ class Index:
         """A short id of what this index was built from (corpus hash and settings)."""
         return self.manifest["version_id"]
 
+    def dense_search(self, query_vec: np.ndarray, k: int, user: tuple[str, ...] | None) -> list[tuple[int, float]]:
+        """``(row, cosine)`` pairs among the rows the user may see; the filter is a FAISS ID selector."""
+        return self.dense.search(query_vec, k, self.allowed(user))
+
+    def bm25_search(self, query: str, k: int, user: tuple[str, ...] | None) -> list[tuple[int, float]]:
+        """``(row, score)`` pairs; BM25 only scores the rows the user may see."""
+        return self.bm25.search(query, k, self.allowed(user))
+
     def allowed(self, user: tuple[str, ...] | None) -> np.ndarray:
         """Rows the user's groups may see (``public`` is always included)."""
         groups = frozenset(user or ()) | {PUBLIC}
@@ -60,7 +68,10 @@ class Index:
 def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat") -> str:
     """A folder name such as ``python-docs-small-words-150-30``."""
     s = settings.resolved()
-    base = re.sub(r"[^A-Za-z0-9.]+", "-", Path(corpus).name if Path(corpus).is_dir() else corpus)
+    if Path(corpus).is_dir():  # a folder: its name plus a hash of its path, so two "docs" folders differ
+        digest = hashlib.sha256(str(Path(corpus).resolve()).encode()).hexdigest()[:8]
+        corpus = f"{Path(corpus).resolve().name}-{digest}"
+    base = re.sub(r"[^A-Za-z0-9.]+", "-", corpus)
     return f"{base}-{profile}-{s.strategy}-{s.size}-{s.overlap}" + ("-prefix" if s.prefix else "") + (
         "" if kind == "flat" else f"-{kind}")
 
@@ -95,14 +106,37 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     dense = FaissStore(vectors.shape[1], kind)
     dense.add(vectors)
     bm25 = BM25([c.indexed_text for c in chunks])
-    manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats)
+    manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats,
+                    documents={d.id: d.sha256 for d in docs})
     dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
+    manifest["changes"] = document_changes(_previous_documents(dest), manifest["documents"])
     with atomic_dir(dest) as tmp:
         write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
+        crash_point("index-write")
         dense.save(tmp / "dense.faiss")
         bm25.save(tmp / "bm25.npz")
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return Index(dest, manifest, chunks, dense, bm25)
+
+
+def _previous_documents(path: Path) -> dict[str, str]:
+    """The document hashes recorded by the index at ``path`` (empty if there is none)."""
+    try:
+        return json.loads((path / "manifest.json").read_text()).get("documents", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def document_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, list[str]]:
+    """Which documents were added, updated, deleted or left unchanged between two hash maps.
+
+    >>> document_changes({"a": "1", "b": "2"}, {"b": "3", "c": "4"})
+    {'added': ['c'], 'updated': ['b'], 'deleted': ['a'], 'unchanged': []}
+    """
+    return {"added": sorted(set(after) - set(before)),
+            "updated": sorted(d for d in after if d in before and before[d] != after[d]),
+            "deleted": sorted(set(before) - set(after)),
+            "unchanged": sorted(d for d in after if before.get(d) == after[d])}
 
 
 def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str) -> str:
@@ -112,8 +146,10 @@ def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str)
 
 
 def load_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-               model_id: str | None = None, kind: str = "flat", root: Path | None = None) -> Index:
-    """Load the index for these settings, refusing one that was built from anything else."""
+               model_id: str | None = None, kind: str = "flat", root: Path | None = None,
+               allow_stale: bool = False) -> Index:
+    """Load the index for these settings, refusing one that was built from anything else
+    (``allow_stale=True`` accepts one whose corpus has changed since, e.g. while it is rebuilt)."""
     profile = config.profile(profile)
     model_id = model_id or MINILM
     path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
@@ -122,7 +158,8 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
         raise IndexNotReady(f"no index at {path}: build it with `{hint}`")
     manifest = json.loads((path / "manifest.json").read_text())
     want = expected_manifest(corpus, profile, settings, model_id, kind)
-    for key in ("format", "corpus", "profile", "chunking", "model", "kind", "corpus_sha256"):
+    keys = ("format", "corpus", "profile", "chunking", "model", "kind") + (() if allow_stale else ("corpus_sha256",))
+    for key in keys:
         if manifest.get(key) != want[key]:
             what = "the corpus has changed since" if key == "corpus_sha256" else f"{key} is {manifest.get(key)!r}, not {want[key]!r}:"
             raise IndexNotReady(f"index at {path} does not match: {what} it was built; rebuild it with `{hint}`")
@@ -141,3 +178,20 @@ def open_index(corpus: str = "python-docs", profile: str | None = None, settings
         return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
     except IndexNotReady:
         return build_index(corpus, profile, settings, embedder, kind)
+
+
+def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+              embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
+    """The index for these settings on either backend: FAISS files (built if missing when ``build``)
+    or a pgvector table (synced with the corpus when ``build``, else loaded and checked)."""
+    if store == "faiss":
+        if build:
+            return open_index(corpus, profile, settings, embedder, kind)
+        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
+    if store != "pgvector":
+        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
+    from .stores.pg_index import load_pg_index, sync_pgvector
+
+    if build:
+        return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
+    return load_pg_index(corpus, profile, settings, embedder.model_id if embedder else None, hnsw=kind == "hnsw")

@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
@@ -51,6 +52,20 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return records
 
 
+def crash_point(name: str) -> None:
+    """Fault injection for the crash tests: with ``RAGLAB_CRASH_AT=name`` (or ``name:N`` for the N-th
+    time this point is reached) the process kills itself with SIGKILL here. Inert otherwise."""
+    want = os.environ.get("RAGLAB_CRASH_AT")
+    if not want or want.split(":")[0] != name:
+        return
+    _CRASH_COUNTS[name] = _CRASH_COUNTS.get(name, 0) + 1
+    if _CRASH_COUNTS[name] >= int(want.split(":")[1] if ":" in want else 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_CRASH_COUNTS: dict[str, int] = {}
+
+
 def replace_dir(src: Path, dest: Path) -> None:
     """Move folder ``src`` to ``dest``; an old ``dest`` is set aside first and removed after."""
     old = dest.with_name(dest.name + ".old")
@@ -66,6 +81,8 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
     """Yield a temporary folder beside ``dest``; on success it becomes ``dest``, on error it vanishes."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{dest.name}.*"):  # left by a process that was killed mid-write
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
         yield tmp

@@ -54,12 +54,12 @@ class Retriever:
     def dense(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
         """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
         q = self._timed("embed_query", self.embedder.encode_query, query)
-        pairs = self._timed("dense", self.index.dense.search, q, k, self.index.allowed(user))
+        pairs = self._timed("dense", self.index.dense_search, q, k, user)
         return self._hits(pairs, "dense")
 
     def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
         """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks."""
-        pairs = self._timed("bm25", self.index.bm25.search, query, k, self.index.allowed(user))
+        pairs = self._timed("bm25", self.index.bm25_search, query, k, user)
         return self._hits(pairs, "bm25")
 
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,

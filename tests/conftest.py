@@ -63,3 +63,25 @@ def retriever(index, embedder):
     from raglab.retrieval import Retriever
 
     return Retriever(index, embedder, SentenceMaxReranker(embedder))
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """An embedded PostgreSQL + pgvector for the session, its data folder in a fresh /tmp folder
+    (the embedded server's own user must be able to reach it), stopped at the end."""
+    import shutil
+    import tempfile
+
+    from raglab.stores import pgvector_store as pgs
+
+    root = tempfile.mkdtemp(prefix="raglab-pg-")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAGLAB_WORKDIR", root)
+    mp.delenv(pgs.ENV_URL, raising=False)
+    url = pgs.database()
+    mp.undo()
+    mp.setenv(pgs.ENV_URL, url)
+    yield url
+    mp.undo()
+    pgs.stop_embedded()
+    shutil.rmtree(root, ignore_errors=True)

@@ -302,6 +302,13 @@ class PgVectorStore:
         cid, doc, access, heading, start, end, text, indexed, strategy = row
         return Chunk(cid, doc, tuple(json.loads(heading)), start, end, text, indexed, tuple(access), strategy)
 
+    def chunks(self) -> list[Chunk]:
+        """Every stored chunk, ordered by document then offset (for BM25 over the same rows)."""
+        rows = self.conn.execute(f"SELECT {', '.join(_COLUMNS[:-1])} FROM {self.table} "
+                                 "ORDER BY doc, start_offset, id").fetchall()
+        return [Chunk(cid, doc, tuple(json.loads(heading)), start, end, text, indexed, tuple(access), strategy)
+                for cid, doc, access, heading, start, end, text, indexed, strategy in rows]
+
     def _sql(self, groups: Iterable[str] | None) -> str:
         """The search query (parameters: query vector, [groups], k)."""
         where = "" if groups is None else " WHERE access && %s::text[]"
