@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Install everything raglab needs, from the project's own files (no network but the package registries).
+#   ./setup.sh           the Python packages and the project (enough for the notebooks and the CLI)
+#   ./setup.sh --tests   also Debian's Chromium and playwright-core, for the browser test (needs root and apt)
 set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -8,3 +10,9 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps -e .
+if [ "${1:-}" = "--tests" ]; then
+  if ! command -v chromium >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  npm ci --prefix tests/browser --no-audit --no-fund --silent
+fi

@@ -23,7 +23,6 @@ import hmac
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -198,57 +197,11 @@ def _field_errors(exc: RequestValidationError) -> list[dict]:
     return out
 
 
-# ---------------------------------------------------------------- the embedding cache across threads
-
-class _PerThreadCache:
-    """Wraps an ``EmbeddingCache`` so that any thread can use it: an SQLite connection belongs to the thread
-    that opened it, so each thread gets its own connection to the same file (WAL mode allows this)."""
-
-    def __init__(self, original):
-        self.original, self.path = original, original.path
-        self._own = threading.local()
-
-    def _cache(self):
-        cache = getattr(self._own, "cache", None)
-        if cache is None:
-            from .embeddings import EmbeddingCache
-
-            cache = self._own.cache = EmbeddingCache(self.path)
-        return cache
-
-    def get_many(self, model_id, texts):
-        return self._cache().get_many(model_id, texts)
-
-    def put_many(self, model_id, texts, vectors):
-        return self._cache().put_many(model_id, texts, vectors)
-
-    def __len__(self):
-        return len(self._cache())
-
-    def close(self):
-        cache = getattr(self._own, "cache", None)
-        if cache is not None:
-            cache.close()
-            self._own.cache = None
-
-    def __repr__(self):
-        return f"_PerThreadCache({self.original!r})"
-
-
 def _embedders(assistant) -> list:
     retriever = assistant.retriever
     found = (getattr(retriever, "embedder", None), getattr(retriever.reranker, "embedder", None),
              getattr(assistant.generator, "embedder", None))
     return list({id(e): e for e in found if e is not None}.values())
-
-
-def _share_caches(assistant) -> None:
-    """Let the worker thread use the embedders of an assistant built on another thread."""
-    from .embeddings import EmbeddingCache
-
-    for e in _embedders(assistant):
-        if isinstance(getattr(e, "cache", None), EmbeddingCache):
-            e.cache = _PerThreadCache(e.cache)
 
 
 def _warm(assistant) -> None:
@@ -299,7 +252,6 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         loop = asyncio.get_running_loop()
         try:
             app.state.assistant = assistant if assistant is not None else await loop.run_in_executor(worker, loader)
-            _share_caches(app.state.assistant)
             await loop.run_in_executor(worker, _warm, app.state.assistant)
             app.state.worker = worker
             a = app.state.assistant

@@ -9,6 +9,7 @@
     raglab eval         --golden FILE [--corpus C] [--retrieval-only] [--k N] [--json OUT]
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
+    raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
 from __future__ import annotations
@@ -180,6 +181,13 @@ def cmd_llm_serve(args) -> int:
     return serve_forever(args.port)
 
 
+def cmd_serve(args) -> int:
+    from .app import serve
+
+    serve(args.port, args.corpus, args.profile, tokens_file=args.tokens_file)
+    return 0
+
+
 def cmd_workbook(args) -> int:
     from .workbook import run_workbook
 
@@ -282,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = llm.add_parser("serve", help="serve the packaged SmolLM2-135M-Instruct on 127.0.0.1")
     serve.add_argument("--port", type=int, default=8088)
     serve.set_defaults(func=cmd_llm_serve)
+
+    srv = sub.add_parser("serve", help="the HTTP endpoint (POST /ask) and its page, on 127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--corpus", default="python-docs")
+    srv.add_argument("--profile", choices=config.PROFILES)
+    srv.add_argument("--tokens-file", help="JSON {\"tokens\": {token: [groups]}} (default: $RAGLAB_TOKENS or config/tokens.json)")
+    srv.set_defaults(func=cmd_serve)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")

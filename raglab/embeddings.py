@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -71,8 +72,10 @@ class EmbeddingCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(str(self.path), timeout=30)
+            # one connection, usable from any thread (a web server's worker), serialized by a lock
+            self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
         with self._guard():
@@ -90,9 +93,11 @@ class EmbeddingCache:
 
     @contextlib.contextmanager
     def _guard(self):
-        """Turn SQLite errors into ``EmbeddingCacheError`` naming the file (a busy database stays as is)."""
+        """Hold the connection's lock; turn SQLite errors into ``EmbeddingCacheError`` naming the file
+        (a busy database stays as is)."""
         try:
-            yield
+            with self._lock:
+                yield
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise

@@ -27,6 +27,10 @@ Rules:
 3. If the sources do not contain the answer, reply with exactly this sentence and nothing else: {refusal}
 4. Be brief: at most four sentences."""
 
+# Sentences that address an AI rather than a reader: quoted by nobody, whatever the document says.
+_INSTRUCTION_LIKE = re.compile(r"ignore (all |any )?(the )?(previous|prior|above) (instructions|rules)|you are now (in )?"
+                               r"|maintenance mode|(print|output|reveal) (the )?(full|complete|entire) text|"
+                               r"access checks (have been|are) disabled|your new task", re.I)
 _CITE = re.compile(r"\[\s*([^\[\]]{1,200}?)\s*\]")
 _MODEL_REFUSALS = re.compile(r"\b(i|we) (can't|cannot|can not|could not|couldn't|am unable to|was unable to) (find|answer)"
                              r"|\b(i|we) (don't|do not) know\b"
@@ -183,11 +187,11 @@ class ExtractiveGenerator:
         self.embedder, self.max_sentences, self.top_sources, self.floor = embedder, max_sentences, top_sources, floor
 
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
-        seen: set[str] = set()
+        seen: set[str] = set()  # overlapping chunks repeat sentences; injected instructions are never quoted
         candidates = []
         for s in sources[: self.top_sources]:
             for sent in sentences(s.chunk.text):
-                if len(sent.split()) >= 4 and sent not in seen:  # overlapping chunks repeat sentences
+                if len(sent.split()) >= 4 and sent not in seen and not _INSTRUCTION_LIKE.search(sent):
                     seen.add(sent)
                     candidates.append((s.n, sent))
         if not candidates:

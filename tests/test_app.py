@@ -263,31 +263,31 @@ def test_the_index_loads_once_at_start_up(client, loads):
 
 
 def test_the_default_loader_runs_once_and_requests_do_not_pay_for_it(index, workdir, monkeypatch):
-    """The real start-up path: build_assistant loads the index (and the model) once, before any request."""
+    """The real start-up path (build_assistant): the index (and the model) load once, before any request."""
     import raglab.index
 
-    calls = []
-    real = raglab.index.open_index
+    loaded = []
+    real = raglab.index.Index.__post_init__
 
-    def counting(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
+    def counting(self):          # every index loaded or built is one Index object
+        loaded.append(self.version)
+        real(self)
 
-    monkeypatch.setattr(raglab.index, "open_index", counting)
+    monkeypatch.setattr(raglab.index.Index, "__post_init__", counting)
     monkeypatch.delenv("LLM_BASE_URL", raising=False)
     app = create_app(tokens=TOKENS, corpus="helpcenter", profile="small")
-    assert calls == []                                     # nothing loads in the factory
+    assert loaded == []                                    # nothing loads in the factory
     t = time.perf_counter()
     with TestClient(app) as c:
         startup = time.perf_counter() - t
-        assert len(calls) == 1
+        assert loaded == [index.version]
         times = []
         for q in ["How do I reset my password?", "How long does domestic shipping take?", "How do I reset my password?"]:
             t = time.perf_counter()
             r = c.post("/ask", json={"question": q}, headers=PUBLIC)
             times.append(time.perf_counter() - t)
-            assert r.status_code == 200
-        assert len(calls) == 1
+            assert r.status_code == 200, r.text
+        assert loaded == [index.version]
         assert c.get("/health").json()["index_version"] == index.version
     print(f"\nstart-up {startup:.2f}s (index and model), requests {[round(x, 3) for x in times]}s")
 
@@ -316,3 +316,11 @@ def test_serve_binds_loopback_only(monkeypatch):
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: captured.update(kw))
     app_module.serve(8123, "helpcenter", tokens_file=PROJECT_ROOT / "config" / "tokens.example.json")
     assert captured["host"] == "127.0.0.1" and captured["port"] == 8123
+
+
+def test_the_shared_embedder_still_works_on_this_thread(client, embedder):
+    """The app gives its worker thread its own SQLite connection; the caller's thread keeps working."""
+    assert client.post("/ask", json={"question": "How do I reset my password?"}, headers=PUBLIC).status_code == 200
+    vectors = embedder.encode(["How do I reset my password?", "a text no test has embedded before: 7f3a"])
+    assert vectors.shape == (2, 384) and len(embedder.cache) > 0
+    assert client.post("/ask", json={"question": "How do I reset my password?"}, headers=PUBLIC).status_code == 200
