@@ -144,11 +144,6 @@ def evidence_recall(chunks: list[Chunk], question: Question, k: int) -> float:
     return sum(found) / len(found) if found else 0.0
 
 
-def recall_at_k(chunks: list[Chunk], question: Question, k: int) -> float:
-    """Evidence-level recall@k of a ranked list of chunks (kept for the notebooks)."""
-    return evidence_recall(chunks, question, k)
-
-
 def first_relevant_rr(chunks: list[Chunk], question: Question, k: int = 10) -> float:
     """Reciprocal rank of the first chunk that supports any evidence item."""
     return reciprocal_rank([c.id for c in chunks], {c.id for c in chunks[:k] if any(supports(c, e) for e in question.evidence)}, k)
@@ -385,7 +380,7 @@ def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "
         for mode in modes:
             hits = retriever.search(q.question, mode, max(k, 10), user)
             chunks = [retriever.index.chunks[retriever.index.row_of[h.id]] for h in hits]
-            row[f"{mode} recall@{k}"] = recall_at_k(chunks, q, k)
+            row[f"{mode} recall@{k}"] = evidence_recall(chunks, q, k)
             rr = first_relevant_rr(chunks, q, 10)
             row[f"{mode} rank"] = round(1 / rr) if rr else None
         rows.append(row)

@@ -59,10 +59,18 @@ class Index:
 
     def allowed(self, user: tuple[str, ...] | None) -> np.ndarray:
         """Rows the user's groups may see (``public`` is always included)."""
-        groups = frozenset(user or ()) | {PUBLIC}
-        if groups not in self._masks:
-            self._masks[groups] = np.array([bool(groups.intersection(c.access)) for c in self.chunks])
-        return self._masks[groups]
+        return access_mask(self.chunks, user, self._masks)
+
+
+def access_mask(chunks: list[Chunk], user: tuple[str, ...] | None, memo: dict | None = None) -> np.ndarray:
+    """A boolean row mask: True where a chunk shares a group with the user (public always included)."""
+    groups = frozenset(user or ()) | {PUBLIC}
+    if memo is not None and groups in memo:
+        return memo[groups]
+    mask = np.array([bool(groups.intersection(c.access)) for c in chunks])
+    if memo is not None:
+        memo[groups] = mask
+    return mask
 
 
 def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat") -> str:

@@ -17,7 +17,7 @@ from .. import config
 from ..bm25 import BM25
 from ..chunking import ChunkSettings, chunk_document
 from ..corpus import PUBLIC, corpus_stats, load_corpus
-from ..index import IndexNotReady, document_changes, expected_manifest, index_name
+from ..index import IndexNotReady, access_mask, document_changes, expected_manifest, index_name
 from ..io import crash_point
 from ..models import MINILM
 from .pgvector_store import PgVectorStore
@@ -48,10 +48,8 @@ class PgIndex:
         return sorted(set(user or ()) | {PUBLIC})
 
     def allowed(self, user) -> np.ndarray:
-        groups = frozenset(self._groups(user))
-        if groups not in self._masks:
-            self._masks[groups] = np.array([bool(groups.intersection(c.access)) for c in self.chunks])
-        return self._masks[groups]
+        """Rows the user may see, for BM25 (the dense search filters in SQL)."""
+        return access_mask(self.chunks, user, self._masks)
 
     def dense_search(self, query_vec, k: int, user) -> list[tuple[int, float]]:
         """Cosine search in PostgreSQL; the user's groups are in the query's WHERE clause."""
