@@ -1,6 +1,6 @@
 """Load on the HTTP API: concurrent clients asking mixed help-center questions with public and premium tokens.
 
-Starts ``python -m raglab.app`` (help-center corpus, small profile, extractive generator) in a
+Starts ``raglab serve`` (help-center corpus, small profile, extractive generator) in a
 subprocess on a free port of 127.0.0.1, asks every question once to warm the caches, then runs
 ``--clients`` concurrent clients for ``--duration`` seconds or ``--max-requests`` requests, whichever
 comes first, and stops the server by its PID.
@@ -134,7 +134,7 @@ def main() -> int:
         trace = Path(tmp) / "asks.jsonl"
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "raglab.app", "--corpus", "helpcenter", "--profile", args.profile,
+        cmd = [sys.executable, "-m", "raglab", "serve", "--corpus", "helpcenter", "--profile", args.profile,
                "--generator", "extractive", "--port", str(port), "--tokens-file", str(tokens),
                "--trace", str(trace), "--log-level", "warning"]
         t = time.perf_counter()

@@ -2,7 +2,7 @@
 
 ``create_app`` returns a FastAPI app; ``serve`` runs it with uvicorn on 127.0.0.1 only::
 
-    python -m raglab.app --corpus helpcenter --port 8000 --tokens-file config/tokens.json
+    raglab serve --corpus helpcenter --port 8000 --tokens-file config/tokens.json
 
 Who the caller is comes only from ``Authorization: Bearer <token>``: the tokens file maps each
 token to its access groups (``{"tokens": {"<token>": ["premium"]}}``; its path is ``tokens_file``,
@@ -213,21 +213,13 @@ def _warm(assistant) -> None:
 
 # ---------------------------------------------------------------- the app
 
-CORPUS_SETTINGS = {"helpcenter": ("headings", True)}   # the chunking each corpus's threshold was chosen on
-
-
 def assistant_loader(corpus: str = "python-docs", profile: str | None = None, settings=None,
                      generator: str | None = None, trace_path: str | Path | None = None) -> Callable:
     """A function that builds the assistant (index loaded, or built once if missing)."""
     def load():
         from .assistant import build_assistant
-        from .chunking import ChunkSettings
 
-        chosen = settings
-        if chosen is None:
-            strategy, prefix = CORPUS_SETTINGS.get(corpus, ("words", False))
-            chosen = ChunkSettings(strategy, prefix=prefix)
-        a = build_assistant(corpus, profile, chosen, generator=generator)
+        a = build_assistant(corpus, profile, settings, generator=generator)
         if trace_path is not None:
             a.trace_path = Path(trace_path)
         return a
@@ -455,25 +447,3 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m raglab.app [--port N] [--corpus C] [--profile P] [--generator G] [--tokens-file F]``."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m raglab.app", description="Serve the assistant on 127.0.0.1.")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--corpus", default="python-docs")
-    p.add_argument("--profile", default=None)
-    p.add_argument("--generator", choices=["extractive", "openai"], default=None)
-    p.add_argument("--tokens-file", default=None)
-    p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY)
-    p.add_argument("--trace", default=None, help="where to append the JSONL traces (default .raglab/traces/asks.jsonl)")
-    p.add_argument("--log-level", default="info")
-    a = p.parse_args(argv)
-    serve(a.port, a.corpus, a.profile, generator=a.generator, tokens_file=a.tokens_file, max_body=a.max_body,
-          trace_path=a.trace, log_level=a.log_level)
-
-
-if __name__ == "__main__":
-    main()

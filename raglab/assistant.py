@@ -24,6 +24,8 @@ from .rerank import evidence_strength
 # ones (small profile, sentence reranker; python-docs with words 150/30, J = 0.80; helpcenter with
 # heading-aware chunks and prefixes, J = 0.49: its unanswerable questions sit close to real topics).
 THRESHOLDS = {"python-docs": 0.607, "helpcenter": 0.669}
+# The chunking each threshold was chosen on (and the assistant's default for that corpus).
+CHUNKINGS = {"python-docs": ("words", False), "helpcenter": ("headings", True)}
 DEFAULT_THRESHOLD = THRESHOLDS["python-docs"]
 
 
@@ -179,7 +181,9 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     from .rerank import make_reranker
     from .retrieval import Retriever
 
-    settings = settings or ChunkSettings()
+    if settings is None:
+        strategy, prefix = CHUNKINGS.get(corpus, ("words", False))
+        settings = ChunkSettings(strategy, prefix=prefix)
     embedder = Embedder(model)
     index = get_index(corpus, profile, settings, embedder, kind, store, build)
     retriever = Retriever(index, embedder, make_reranker(reranker, embedder))

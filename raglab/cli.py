@@ -184,7 +184,8 @@ def cmd_llm_serve(args) -> int:
 def cmd_serve(args) -> int:
     from .app import serve
 
-    serve(args.port, args.corpus, args.profile, tokens_file=args.tokens_file)
+    serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
+          trace_path=args.trace, log_level=args.log_level)
     return 0
 
 
@@ -296,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--corpus", default="python-docs")
     srv.add_argument("--profile", choices=config.PROFILES)
     srv.add_argument("--tokens-file", help="JSON {\"tokens\": {token: [groups]}} (default: $RAGLAB_TOKENS or config/tokens.json)")
+    srv.add_argument("--generator", choices=("extractive", "openai"),
+                     help="default: openai when LLM_BASE_URL is set, else extractive")
+    srv.add_argument("--trace", help="append the JSONL traces here (default .raglab/traces/asks.jsonl)")
+    srv.add_argument("--log-level", default="info")
     srv.set_defaults(func=cmd_serve)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
