@@ -130,6 +130,32 @@ class Assistant:
         self._trace(answer, user, prompt)
         return answer
 
+    def describe(self) -> dict:
+        """The system in numbers and names, for the write-up: chunking, embedding model, index,
+        BM25, fusion, reranker, prompt, generator and where it runs, refusal threshold."""
+        from .bm25 import B, K1
+        from .fusion import RRF_K
+        from .generate import DEFAULT_BASE_URL
+        from .retrieval import CANDIDATES
+
+        index, embedder = self.retriever.index, self.retriever.embedder
+        m = index.manifest
+        base_url = getattr(self.generator, "base_url", None)
+        runs = ("in this process, no model (quotes retrieved sentences)" if base_url is None else
+                f"an OpenAI-compatible server at {base_url}" + (" (local)" if "127.0.0.1" in base_url
+                                                              or "localhost" in base_url else ""))
+        return {"corpus": m["corpus"], "profile": m["profile"], "chunking": m["chunking"], "chunks": m["n_chunks"],
+                "embedding_model": m["model"], "dim": m["dim"], "max_tokens": embedder.max_tokens,
+                "index": ("PostgreSQL + pgvector" if type(index).__name__ == "PgIndex" else "FAISS")
+                + (" exact inner product on unit vectors" if m["kind"] == "flat" else " HNSW"),
+                "bm25": {"k1": K1, "b": B, "idf": "Lucene, log(1 + (N - n + 0.5) / (n + 0.5))"},
+                "fusion": {"method": "reciprocal rank fusion", "k": RRF_K, "depth": CANDIDATES},
+                "reranker": getattr(self.retriever.reranker, "name", type(self.retriever.reranker).__name__),
+                "top_k": self.k, "threshold": self.threshold,
+                "prompt": prompt_text(build_messages("{question}", [], self.refusal)),
+                "generator": getattr(self.generator, "name", type(self.generator).__name__), "runs": runs,
+                "default_base_url": DEFAULT_BASE_URL}
+
     def _trace(self, answer: Answer, user, prompt: str | None) -> None:
         """Append one JSON line: the question, the user's groups, what was retrieved, the prompt the model
         got (or, for the extractive generator, the one a model would get) and what was said."""

@@ -462,6 +462,7 @@ def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -
         "words_max": int(words.max()) if len(words) else 0,
         "tokens_p50": int(np.median(tokens)) if len(tokens) else 0,
         "tokens_p95": int(np.percentile(tokens, 95)) if len(tokens) else 0,
+        "tokens_total": int(tokens.sum()),
         f"over_{limit}_tokens": int((tokens > limit).sum()),
         f"over_{limit}_share": round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0,
     }

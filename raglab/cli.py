@@ -196,6 +196,12 @@ def cmd_workbook(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from .check import run_check
+
+    return run_check(args.dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every verb."""
     p = argparse.ArgumentParser(prog="raglab", description="A cited RAG assistant over technical docs, stage by stage.")
@@ -302,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--trace", help="append the JSONL traces here (default .raglab/traces/asks.jsonl)")
     srv.add_argument("--log-level", default="info")
     srv.set_defaults(func=cmd_serve)
+
+    chk = sub.add_parser("check", help="the instructor's rubric: every milestone's 'done when' against the artifacts")
+    chk.add_argument("dir", nargs="?", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")
+    chk.set_defaults(func=cmd_check)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")

@@ -340,6 +340,41 @@ def run_golden(assistant, golden: str | Path, k: int = 5, mode: str = "rerank", 
     return board
 
 
+STAGE_EXPLAINED = {
+    "retrieval": "no relevant chunk among the retrieved candidates",
+    "ranking": "a relevant chunk was retrieved but ranked below the cut",
+    "generation": "the evidence was in the sources, but the answer lacks the required fact",
+    "refusal": "refused although answerable, or answered although unanswerable",
+}
+
+
+def failure_cases(board: dict, trace_path: str | Path, n: int = 5) -> list[dict]:
+    """``n`` failures of a scored run, spread over the stages, each traced: what the question
+    needed, what the trace of its answer shows (retrieved chunks, evidence strength, the answer
+    or the refusal's reason) and the stage it failed at."""
+    from .io import read_jsonl
+
+    golden = {q.id: q for q in load_golden(board["golden"])}
+    traces = {t["question"]: t for t in read_jsonl(trace_path)}   # the latest trace of each question
+    queues = {stage: list(ids) for stage, ids in board["failures"].items() if ids}
+    picked: list[tuple[str, str]] = []
+    while len(picked) < n and any(queues.values()):
+        for stage, ids in queues.items():
+            if ids and len(picked) < n:
+                picked.append((stage, ids.pop(0)))
+    rows = {r["id"]: r for r in board["questions"]}
+    cases = []
+    for stage, qid in picked:
+        q, r = golden[qid], rows[qid]
+        t = traces.get(q.question, {})
+        cases.append({"id": qid, "type": q.type, "question": q.question, "stage": stage,
+                      "explained": STAGE_EXPLAINED[stage], "needs": sorted({e["doc"] for e in q.evidence}),
+                      "facts": list(q.facts), "recall": r["recall"], "rr": r["rr"], "reason": r["reason"],
+                      "evidence_strength": t.get("evidence"), "retrieved": [x["id"] for x in t.get("retrieved", [])[:3]],
+                      "answer": (t.get("answer") or "")[:240], "traced": bool(t)})
+    return cases
+
+
 def _corpus_docs(index):
     from .corpus import load_corpus
 
@@ -368,8 +403,9 @@ def results_table(results: list[Result] | list[dict]):
 
 
 def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "hybrid"), k: int = 5,
-                 user: tuple[str, ...] | None = None):
-    """One row per answerable question: recall@k and first relevant rank for each mode (a DataFrame)."""
+                 user: tuple[str, ...] | None = None, depth: int = 10):
+    """One row per answerable question: recall@k and the first relevant rank within ``depth`` for
+    each mode (a DataFrame; no relevant chunk in the top ``depth``: rank None)."""
     import pandas as pd
 
     rows = []
@@ -378,10 +414,10 @@ def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "
             continue
         row = {"id": q.id, "type": q.type, "question": q.question}
         for mode in modes:
-            hits = retriever.search(q.question, mode, max(k, 10), user)
+            hits = retriever.search(q.question, mode, max(k, depth), user)
             chunks = [retriever.index.chunks[retriever.index.row_of[h.id]] for h in hits]
             row[f"{mode} recall@{k}"] = evidence_recall(chunks, q, k)
-            rr = first_relevant_rr(chunks, q, 10)
+            rr = first_relevant_rr(chunks, q, depth)
             row[f"{mode} rank"] = round(1 / rr) if rr else None
         rows.append(row)
     return pd.DataFrame(rows).set_index("id")

@@ -1,0 +1,265 @@
+"""``raglab check DIR``: the instructor's rubric, read from the artifacts the notebooks saved.
+
+Each criterion is one milestone's "done when" from the course, checked against the saved
+artifacts (never against a notebook's printed words): pass or fail, and why, with the numbers.
+A missing or unreadable artifact fails its criterion and says which file and what to run.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import artifacts
+from .generate import REFUSAL
+from .io import atomic_open
+
+# A heading-aware chunk may end at sentence punctuation (closing quotes and brackets allowed) or
+# at the end of a line or of the document; anything else cuts a sentence (or a table row) in half.
+SENTENCE_END = re.compile(r"[.!?:;][\"')\]]*\s*$")
+# The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three
+# questions of thirty.
+MATERIAL_SPREAD = 0.10
+# The four score families of checkpoint 5, and a line of the printed scoreboard that shows each.
+FAMILIES = {"retrieval (recall@k)": r"^recall@\d+\s+\d\.\d+",
+            "citations": r"^citation_(validity|support)\s+\d\.\d+",
+            "answer correctness": r"^answer_correct\s+\d\.\d+",
+            "refusal (abstention)": r"^abstention_accuracy\s+\d\.\d+"}
+
+
+@dataclass
+class Criterion:
+    milestone: str
+    criterion: str
+    passed: bool
+    why: str
+
+
+def _guard(milestone: str, criterion: str, fn) -> Criterion:
+    """Run one check; a missing or malformed artifact fails it with the reason."""
+    try:
+        passed, why = fn()
+    except (FileNotFoundError, ValueError) as exc:
+        passed, why = False, str(exc)
+    except (KeyError, TypeError, IndexError) as exc:
+        passed, why = False, f"malformed artifact: missing or wrong field {exc}"
+    return Criterion(milestone, criterion, bool(passed), why)
+
+
+def _section(where: Path, name: str) -> dict:
+    results = artifacts.load_results(where)
+    if name not in results:
+        raise ValueError(f"{where / artifacts.RESULTS}: no section {name!r} (run the notebook that records it)")
+    return results[name]
+
+
+# ---------------------------------------------------------------- milestone 1
+
+def chunks_have_ids(where: Path):
+    rows = artifacts.load_jsonl("m1_chunks.jsonl", where)
+    if not rows:
+        return False, "m1_chunks.jsonl holds no chunks"
+    seen: dict[str, set] = {}
+    for n, r in enumerate(rows, 1):
+        for field in ("id", "doc", "chunking"):
+            if not str(r.get(field) or "").strip():
+                return False, f"m1_chunks.jsonl:{n}: chunk without {'a source' if field == 'doc' else 'an ' + field}"
+        ids = seen.setdefault(r["chunking"], set())
+        if r["id"] in ids:
+            return False, f"m1_chunks.jsonl:{n}: id {r['id']!r} appears twice in {r['chunking']}"
+        ids.add(r["id"])
+    return True, f"{len(rows)} chunks over {len(seen)} chunkings, each with a unique id and a source"
+
+
+def clean_cuts(where: Path):
+    rows = [r for r in artifacts.load_jsonl("m1_chunks.jsonl", where) if r["chunking"].startswith("headings")]
+    if not rows:
+        return False, "no heading-aware chunks in m1_chunks.jsonl"
+    cut = [r["id"] for r in rows if not (SENTENCE_END.search(r["text"]) or r.get("after", "") in ("", "\n"))]
+    if cut:
+        return False, f"{len(cut)} of {len(rows)} heading-aware chunks end mid-sentence, e.g. {cut[0]}"
+    return True, f"all {len(rows)} heading-aware chunks end at a sentence, a line or the document's end"
+
+
+# ---------------------------------------------------------------- milestones 2 and 3
+
+def fused_top20(where: Path):
+    m2 = _section(where, "m2")
+    rows, depth = m2["questions"], m2["depth"]
+    found = [r for r in rows if r.get("hybrid rank") is not None and r["hybrid rank"] <= 20]
+    if depth < 20:
+        return False, f"fused lists were cut at {depth}, not 20"
+    ok = len(found) >= 10
+    return ok, (f"{len(found)} of {len(rows)} hand-written questions have the evidence chunk in the fused top 20"
+                + ("" if ok else " (the course asks for 10)"))
+
+
+def keyword_and_vector_wins(where: Path):
+    m2 = _section(where, "m2")
+    k = m2["k"]
+    rows = m2["questions"]
+    only_bm25 = [r["id"] for r in rows if r[f"bm25 recall@{k}"] > 0 and r[f"dense recall@{k}"] == 0]
+    only_dense = [r["id"] for r in rows if r[f"dense recall@{k}"] > 0 and r[f"bm25 recall@{k}"] == 0]
+    why = f"only BM25 finds the evidence in its top {k}: {only_bm25 or 'none'}; only dense: {only_dense or 'none'}"
+    return bool(only_bm25 and only_dense), why
+
+
+def ranked_first(where: Path):
+    m3 = _section(where, "m3")
+    parts, best = [], None
+    for label, rows in m3["configs"].items():
+        first = sum(r.get("rerank rank") == 1 for r in rows)
+        parts.append(f"{label}: {first}/{len(rows)}")
+        if first > len(rows) / 2:
+            best = label
+    missed = m3.get("misses_shown", [])
+    why = "right chunk ranked first after reranking: " + "; ".join(parts)
+    if not missed:
+        return False, why + "; the cases where it is not were not looked at (no misses shown)"
+    return best is not None, why + (f"; most with {best}" if best else "; not most in any configuration") + \
+        f"; {len(missed)} misses shown"
+
+
+# ---------------------------------------------------------------- milestone 4
+
+def valid_citations(where: Path):
+    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "answer"]
+    answered = [r for r in rows if not r["refused"]]
+    if not answered:
+        return False, "no answered question in m4_answers.jsonl"
+    for r in answered:
+        retrieved = {x["id"] for x in r["retrieved"]}
+        if not r["citations"]:
+            return False, f"answer to {r['question']!r} carries no citation"
+        bad = [c["id"] for c in r["citations"] if c["id"] not in retrieved]
+        if bad or r["invalid_citations"]:
+            return False, f"answer to {r['question']!r} cites {bad or r['invalid_citations']}, not retrieved"
+    return True, f"{len(answered)} answers, every citation points at a retrieved chunk"
+
+
+def invented_id_caught(where: Path):
+    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "invented-id"]
+    if not rows:
+        return False, "no invented-id test in m4_answers.jsonl"
+    for r in rows:
+        if not (r["refused"] and r["reason"] == "invalid-citation" and r["invalid_citations"]):
+            return False, f"an answer citing {r['raw']!r} was let through (reason {r['reason']})"
+    return True, f"{len(rows)} answer(s) citing a non-existent source refused as invalid-citation " \
+                 f"(caught: {rows[0]['invalid_citations']})"
+
+
+def out_of_corpus_refused(where: Path):
+    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "out-of-corpus"]
+    if not rows:
+        return False, "no out-of-corpus question in m4_answers.jsonl"
+    leaked = [r["question"] for r in rows if not (r["refused"] and r["answer"] == REFUSAL)]
+    if leaked:
+        return False, f"not refused: {leaked[0]!r}"
+    return True, f"{len(rows)} out-of-corpus question(s) got the exact refusal ({rows[0]['reason']})"
+
+
+# ---------------------------------------------------------------- milestone 5
+
+def one_command_four_scores(where: Path):
+    run = artifacts.load_json("m5_eval_command.json", where)
+    if not run["command"].startswith("raglab eval") or run["exit_code"] != 0:
+        return False, f"the saved command is {run['command']!r} (exit {run['exit_code']}), not a successful raglab eval"
+    lines = run["output"].splitlines()
+    missing = [name for name, pat in FAMILIES.items() if not any(re.match(pat, ln) for ln in lines)]
+    if missing:
+        return False, f"`{run['command']}` did not print: {', '.join(missing)}"
+    return True, f"`{run['command']}` printed all four: {', '.join(FAMILIES)}"
+
+
+def failures_read(where: Path):
+    board = artifacts.load_json("m5_scoreboard.json", where)
+    questions = board["questions"]
+    unread = [q["id"] for q in questions
+              if q["failure"] is None and (q["correct"] == 0 or (q["type"] != "unanswerable" and q["recall"] == 0))]
+    listed = sum(len(v) for v in board["failures"].values())
+    if unread:
+        return False, f"failed questions without a stage: {unread[:5]}"
+    return True, f"{listed} failures of {len(questions)} questions, each traced to a stage " + \
+        ", ".join(f"({s} {len(v)})" for s, v in board["failures"].items() if v)
+
+
+# ---------------------------------------------------------------- access and bake-off
+
+def no_leaks(where: Path):
+    access = _section(where, "access")
+    total = sum(n for modes in access["leaks"].values() for n in modes.values())
+    backends = ", ".join(access["leaks"])
+    if total:
+        return False, f"{total} restricted chunks reached a public user ({backends})"
+    return True, f"{access['questions']} questions x {len(next(iter(access['leaks'].values())))} modes on " \
+                 f"{backends}: no restricted chunk reached a public user"
+
+
+def bakeoff_decided(where: Path):
+    bake = _section(where, "bakeoff")
+    metric = bake["metric"]
+    values = [r[metric] for r in bake["table"]]
+    spread = max(values) - min(values)
+    cells = {(r["chunking"], r["retriever"]) for r in bake["table"]}
+    winner = tuple(bake.get("winner") or ())
+    if winner not in cells:
+        return False, f"no winner chosen among the {len(cells)} configurations (got {winner or 'none'})"
+    if spread < MATERIAL_SPREAD:
+        return False, f"{metric} spans only {spread:.3f} over {len(cells)} configurations (< {MATERIAL_SPREAD})"
+    return True, f"{metric} spans {spread:.3f} over {len(cells)} configurations; winner {' + '.join(winner)}"
+
+
+CRITERIA = [
+    ("1 chunking", "every chunk has an id and a source", chunks_have_ids),
+    ("1 chunking", "no heading-aware chunk cuts a sentence or a table in half", clean_cuts),
+    ("2 hybrid search", "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20),
+    ("2 hybrid search", "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins),
+    ("3 rerank", "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first),
+    ("4 cited answers", "answers carry valid citations", valid_citations),
+    ("4 cited answers", "an invented citation id is caught", invented_id_caught),
+    ("4 cited answers", "an out-of-corpus question gets the refusal", out_of_corpus_refused),
+    ("5 evaluation", "one command printed all four score families", one_command_four_scores),
+    ("5 evaluation", "every failure is traced to a stage", failures_read),
+    ("access", "a public user never retrieves a restricted chunk", no_leaks),
+    ("bake-off", "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided),
+]
+
+
+def check(where: str | Path | None = None) -> list[Criterion]:
+    """Every criterion of the rubric, against the artifacts in ``where``."""
+    where = Path(where or artifacts.folder())
+    if not where.is_dir():
+        raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
+    return [_guard(m, c, lambda fn=fn: fn(where)) for m, c, fn in CRITERIA]
+
+
+def format_rubric(results: list[Criterion], where: Path | None = None) -> str:
+    """The rubric as Markdown: one row per criterion, and the verdict."""
+    passed = sum(r.passed for r in results)
+    lines = ["# Milestone rubric", ""]
+    if where is not None:
+        lines += [f"Artifacts: `{where}`", ""]
+    lines += ["| milestone | criterion | result | why |", "|---|---|---|---|"]
+    lines += [f"| {r.milestone} | {r.criterion} | {'PASS' if r.passed else 'FAIL'} | {r.why.replace('|', '/')} |"
+              for r in results]
+    lines += ["", f"{passed} of {len(results)} criteria pass."]
+    return "\n".join(lines) + "\n"
+
+
+def write_rubric(results: list[Criterion], where: Path) -> Path:
+    """Write ``rubric.md`` and ``rubric.json`` into the artifacts folder; returns the Markdown path."""
+    with atomic_open(where / "rubric.json") as fh:
+        json.dump([asdict(r) for r in results], fh, indent=1)
+    with atomic_open(where / "rubric.md") as fh:
+        fh.write(format_rubric(results, where))
+    return where / "rubric.md"
+
+
+def run_check(where: str | Path | None = None) -> int:
+    """``raglab check``: print the rubric, write it beside the artifacts, exit 1 if any criterion fails."""
+    where = Path(where or artifacts.folder())
+    results = check(where)
+    print(format_rubric(results, where), end="")
+    print(f"rubric: {write_rubric(results, where).resolve()}")
+    return 0 if all(r.passed for r in results) else 1
