@@ -10,6 +10,8 @@
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
+    raglab check        [DIR]                         # the instructor's rubric over the artifacts
+    raglab report       [--artifacts DIR] [--out DIR] # the write-up, HTML + Markdown
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
 from __future__ import annotations
@@ -192,14 +194,21 @@ def cmd_serve(args) -> int:
 def cmd_workbook(args) -> int:
     from .workbook import run_workbook
 
-    run_workbook(out=args.out, inplace=args.inplace)
-    return 0
+    return 0 if run_workbook(out=args.out, inplace=args.inplace) else 1
 
 
 def cmd_check(args) -> int:
     from .check import run_check
 
     return run_check(args.dir)
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    md, page = write_report(args.artifacts, args.out)
+    print(f"report: {page.resolve()}\nmarkdown: {md.resolve()}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -312,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="the instructor's rubric: every milestone's 'done when' against the artifacts")
     chk.add_argument("dir", nargs="?", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")
     chk.set_defaults(func=cmd_check)
+
+    rep = sub.add_parser("report", help="the course write-up (HTML + Markdown) from the run's results file")
+    rep.add_argument("--artifacts", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")
+    rep.add_argument("--out", help="output folder (default: report/ beside the artifacts folder)")
+    rep.set_defaults(func=cmd_report)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")

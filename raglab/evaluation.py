@@ -297,6 +297,7 @@ def scoreboard(results: list[Result], k: int, reps: int = 2000, seed: int = 0) -
     """Every score family with a bootstrap interval, in the JSON shape of ``raglab eval``."""
     answerable = [r for r in results if r.type != "unanswerable"]
     board = {"n_questions": len(results), "k": k,
+             "interval": {"level": 0.95, "reps": reps, "method": "percentile bootstrap over questions"},
              f"hit@{k}": bootstrap_ci([r.hit for r in answerable], reps, seed),
              f"recall@{k}": bootstrap_ci([r.recall for r in answerable], reps, seed),
              "mrr": bootstrap_ci([r.rr for r in answerable], reps, seed),

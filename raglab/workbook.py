@@ -36,11 +36,21 @@ def render_html(nb, dest: Path) -> Path:
     return dest
 
 
-def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path = NOTEBOOKS) -> list[Path]:
-    """Execute every notebook in order; write ``out/notebooks/NAME.html`` (and ``.ipynb``)."""
+def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path = NOTEBOOKS) -> bool:
+    """Execute every notebook in order (``out/notebooks/NAME.html`` and ``.ipynb``), then print the
+    scoreboard, check the milestones' artifacts (``out/artifacts/rubric.md``) and write the report
+    (``out/report/report.html``). Returns whether every rubric criterion passed."""
+    import os
+
     import nbformat
 
-    out_dir = Path(out) / "notebooks"
+    from . import artifacts
+    from .check import check, write_rubric
+    from .report import write_report
+
+    out = Path(out)
+    out_dir = out / "notebooks"
+    where = Path(os.environ.setdefault(artifacts.ENV, str((out / "artifacts").resolve())))
     written = []
     print(f"raglab workbook: profile {config.profile()}, {len(notebooks(folder))} notebooks")
     for path in notebooks(folder):
@@ -52,10 +62,18 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
             with atomic_open(path) as fh:
                 nbformat.write(nb, fh)
         written.append(render_html(nb, out_dir / path.with_suffix(".html").name))
-        print(f"  {path.name:<40} {time.perf_counter() - started:6.1f} s  -> {written[-1]}")
-    print(f"rendered notebooks: {out_dir.resolve()}")
-    print_scoreboard(Path(out))
-    return written
+        print(f"  {path.name:<40} {time.perf_counter() - started:6.1f} s")
+    rubric = check(where)
+    rubric_path = write_rubric(rubric, where)
+    report_md, report_html = write_report(where, out / "report")
+    print_scoreboard(out)
+    passed = sum(r.passed for r in rubric)
+    print()
+    print(f"rendered notebooks: {out_dir.resolve()}/ ({', '.join(p.name for p in written)})")
+    print(f"rubric:             {rubric_path.resolve()} ({passed} of {len(rubric)} criteria pass"
+          + "".join(f"; FAIL: {r.criterion}: {r.why}" for r in rubric if not r.passed) + ")")
+    print(f"report:             {report_html.resolve()} (Markdown: {report_md.name} beside it)")
+    return passed == len(rubric)
 
 
 def print_scoreboard(out: Path) -> dict:
@@ -71,5 +89,5 @@ def print_scoreboard(out: Path) -> dict:
         json.dump(board, fh, indent=2)
     print()
     print(format_scoreboard(board))
-    print(f"scores: {(out / 'scoreboard.json').resolve()}")
+    print(f"scores:             {(out / 'scoreboard.json').resolve()}")
     return board
