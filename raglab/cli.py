@@ -10,6 +10,7 @@
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
+    raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
     raglab check        [DIR]                         # the instructor's rubric over the artifacts
     raglab report       [--artifacts DIR] [--out DIR] # the write-up, HTML + Markdown
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
@@ -211,6 +212,36 @@ def cmd_report(args) -> int:
     return 0
 
 
+EXPERIMENTS = {"rewrite": ("rewrite", "run_rewrite_experiment", "format_rewrite"),
+               "longcontext": ("longcontext", "run_longcontext_experiment", "format_longcontext"),
+               "cost": ("cost", "run_cost_experiment", "format_cost"),
+               "chunksize": ("chunksize", "run_chunksize_experiment", "format_chunksize")}
+
+
+def cmd_experiment(args) -> int:
+    import importlib
+
+    from .artifacts import jsonable
+    from .io import atomic_open
+
+    module, run, fmt = EXPERIMENTS[args.name]
+    mod = importlib.import_module(f".{module}", __package__)
+    options = {"corpus": args.corpus, "profile": args.profile}
+    if args.name == "rewrite":
+        from .rewrite import make_rewriter
+        options["rewriter"] = make_rewriter(args.rewriter)
+    if args.name in ("cost", "longcontext") and args.n:
+        options["n"] = args.n
+    if args.name == "longcontext":
+        options["generator"] = args.generator or "extractive"
+    result = getattr(mod, run)(**options)
+    print(getattr(mod, fmt)(result))
+    if args.json:
+        with atomic_open(args.json) as fh:
+            json.dump(jsonable(result), fh, indent=1)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every verb."""
     p = argparse.ArgumentParser(prog="raglab", description="A cited RAG assistant over technical docs, stage by stage.")
@@ -326,6 +357,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--artifacts", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")
     rep.add_argument("--out", help="output folder (default: report/ beside the artifacts folder)")
     rep.set_defaults(func=cmd_report)
+
+    exp = sub.add_parser("experiment", help="a stretch experiment on the golden set, with intervals")
+    exp.add_argument("name", choices=tuple(EXPERIMENTS), help="rewrite: query rewriting on multi-part questions; "
+                     "longcontext: whole documents instead of retrieval; cost: tokens, price and latency per answer; "
+                     "chunksize: chunk size against the model's 256-token limit")
+    exp.add_argument("--corpus", default="python-docs")
+    exp.add_argument("--profile", choices=config.PROFILES)
+    exp.add_argument("--rewriter", choices=("auto", "rules", "llm"), default="auto",
+                     help="rewrite: the configured model (LLM_BASE_URL) or the offline rules (default: auto)")
+    exp.add_argument("--generator", choices=("extractive", "openai"), help="longcontext: the generator of both arms")
+    exp.add_argument("--n", type=int, help="cost, longcontext: use this many golden questions (evenly spaced)")
+    exp.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    exp.set_defaults(func=cmd_experiment)
 
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
