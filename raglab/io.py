@@ -11,12 +11,24 @@ from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
 
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would, for every thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     """Open a temporary file beside ``path``; on success it replaces ``path``, on error it vanishes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_umask())     # the permissions a plain open() would give, not mkstemp's 0600
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh

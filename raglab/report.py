@@ -18,11 +18,11 @@ from .io import atomic_open
 
 # Charts the notebooks save, in the order the report shows them, with their captions.
 CHARTS = {
-    "m1_token_lengths": "Token lengths of the chunks of each strategy (the model reads 256 tokens).",
+    "m1_token_lengths": "Token lengths of the chunks of each strategy, against the embedding model's limit.",
     "m4_evidence": "Evidence strength of answerable and unanswerable questions, and the refusal threshold.",
-    "m5_scores": "Every score with its 95% bootstrap interval.",
-    "bakeoff_bars": "The chunking x retriever bake-off: recall@5 with intervals.",
-    "bakeoff_size": "Recall@5 against chunk size.",
+    "m5_scores": "Every score with its bootstrap interval.",
+    "bakeoff_bars": "The chunking x retriever bake-off: recall with intervals.",
+    "bakeoff_size": "Recall against chunk size in the bake-off.",
     "exp_chunksize": "Chunk size against the model's limit: share over the limit, and recall against size.",
 }
 EXPERIMENTS = {
@@ -118,16 +118,16 @@ def _results(r: dict) -> list[str]:
     lat = var["latency_ms"]
     bake = r.get("bakeoff")
     out = ["## Results", "",
-           f"{sc['n_questions']} questions, k = {k}; every score with its {level:.0%} {sc['interval']['method']} "
-           f"interval ({sc['interval']['reps']} resamples). Retrieval, answerable questions only:", "",
+           f"{sc['n_questions']} questions, k = {k}; every score with a {level:.0%} interval "
+           f"({sc['interval']['method']}, {sc['interval']['reps']} resamples). Retrieval, answerable questions only:", "",
            *_table(["retriever", f"recall@{k}", "MRR", "nDCG@10", "latency p50 (ms)"], rows), "",
            "Answers (the full assistant: reranked retrieval, the generator, the checks):", "",
            *_table(["score", "value [interval]"], answer_rows), "",
            f"Latency per question: p50 {_ci(sc['latency_p50_ms'], 2)} ms, p95 {_ci(sc['latency_p95_ms'], 2)} ms. "
            f"Run-to-run variation: the evaluation ran twice; the largest change of any score was {moved} "
            f"(retrieval and extractive answers are deterministic), while latency moved from "
-           f"{lat['latency_p50_ms'][0]} to {lat['latency_p50_ms'][1]} ms at p50 and from "
-           f"{lat['latency_p95_ms'][0]} to {lat['latency_p95_ms'][1]} ms at p95.", ""]
+           f"{lat['latency_p50_ms'][0]:.2f} to {lat['latency_p50_ms'][1]:.2f} ms at p50 and from "
+           f"{lat['latency_p95_ms'][0]:.2f} to {lat['latency_p95_ms'][1]:.2f} ms at p95.", ""]
     if bake:
         out += [f"Bake-off of every chunking with every retriever ({bake['metric']}):", "", "```text",
                 bake["rationale"], "```", ""]
