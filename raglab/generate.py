@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chunking import Chunk, clean
-from .rerank import sentences
+from .rerank import MAX_SENTENCES, sentences
 
 REFUSAL = os.environ.get("RAGLAB_REFUSAL", "I can't find this in the documentation.")
 DEFAULT_BASE_URL = "http://localhost:11434/v1"
@@ -183,14 +183,17 @@ class ExtractiveGenerator:
     name = "extractive"
     label = "Extractive answer (sentences quoted from the documentation):"
 
-    def __init__(self, embedder, max_sentences: int = 3, top_sources: int = 3, floor: float = 0.5):
+    def __init__(self, embedder, max_sentences: int = 3, top_sources: int = 3, floor: float = 0.5,
+                 sentence_cap: int | None = MAX_SENTENCES):
+        """``sentence_cap``: sentences read from each source (None: all, e.g. for whole pages)."""
         self.embedder, self.max_sentences, self.top_sources, self.floor = embedder, max_sentences, top_sources, floor
+        self.sentence_cap = sentence_cap
 
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
         seen: set[str] = set()  # overlapping chunks repeat sentences; injected instructions are never quoted
         candidates = []
         for s in sources[: self.top_sources]:
-            for sent in sentences(s.chunk.text):
+            for sent in sentences(s.chunk.text, limit=self.sentence_cap):
                 if len(sent.split()) >= 4 and sent not in seen and not _INSTRUCTION_LIKE.search(sent):
                     seen.add(sent)
                     candidates.append((s.n, sent))
