@@ -18,7 +18,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,15 +27,11 @@ from pathlib import Path
 
 import httpx
 
+from raglab.llm import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_TOKEN, PREMIUM_TOKEN = "bench-public-token-0001", "bench-premium-token-0002"
 PREMIUM_FACTS = ["555-0199", "plus-desk@parcelo.example", "NGA-PLUS-3", "1,800", "plus.api.parcelo.example"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def workload(golden: Path) -> list[tuple[str, str]]:

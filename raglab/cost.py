@@ -29,7 +29,6 @@ import contextlib
 import json
 import math
 import os
-import socket
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -41,7 +40,6 @@ import numpy as np
 from . import config
 
 PRICES_PATH = config.PROJECT_ROOT / "config" / "prices.json"
-GOLDEN = {"python-docs": "evals/python_docs_golden.jsonl", "helpcenter": "evals/helpcenter_golden.jsonl"}
 LOCAL_KEY = "local-smollm2"
 N_CTX = 4096                  # the context window raglab.llm.start_server gives the local server
 MAX_TOKENS = 300              # OpenAIGenerator's default answer budget
@@ -240,13 +238,6 @@ def token_usage(generation, question: str, sources, refusal: str, extra_instruct
     return count_message_tokens(messages), count_tokens(generation.text), "tokenizer"
 
 
-def golden_path(corpus: str) -> Path:
-    """The shipped golden set of a corpus."""
-    if corpus not in GOLDEN:
-        raise ValueError(f"no golden set ships for corpus {corpus!r}: pass golden=PATH")
-    return config.PROJECT_ROOT / GOLDEN[corpus]
-
-
 def select_questions(questions: list, n: int | None) -> list:
     """All questions, or ``n`` of them evenly spaced from the first to the last line of the file (a small
     ``n`` still mixes types: the golden sets list their unanswerable questions last).
@@ -263,13 +254,9 @@ def select_questions(questions: list, n: int | None) -> list:
     return [questions[math.floor(i * (len(questions) - 1) / (n - 1) + 0.5)] for i in range(n)]
 
 
-def _quantile(q: float):
-    return lambda a, axis=None: np.percentile(a, q, axis=axis)
-
-
 def latency_ci(values, q: float, reps: int = 2000, seed: int = 0) -> dict:
     """The q-th percentile of latencies with a bootstrap 95% interval (``raglab.evaluation.bootstrap_ci``)."""
-    from .evaluation import bootstrap_ci
+    from .evaluation import _quantile, bootstrap_ci
 
     return bootstrap_ci(values, reps, seed, stat=_quantile(q))
 
@@ -279,13 +266,6 @@ def _load_avg() -> float | None:
         return round(os.getloadavg()[0], 2)
     except OSError:  # pragma: no cover - not on every platform
         return None
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _summarize(rows: list[dict], price: Price, reps: int, seed: int, measured: bool, quality: bool) -> dict:
@@ -372,9 +352,10 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
     generous because a timed-out request keeps the single-slot local server busy for the retry behind it.
     """
     from .assistant import Assistant, build_assistant
+    from .bakeoff import default_golden
     from .evaluation import load_golden, paired_test
     from .generate import OpenAIGenerator
-    from .llm import MODEL_ALIAS, start_server
+    from .llm import MODEL_ALIAS, free_port, start_server
 
     started, load_before = time.perf_counter(), _load_avg()
     prices = load_prices(prices_path)
@@ -387,7 +368,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
     hosted_url = hosted_url or os.environ.get(HOSTED_ENV)
 
     base = build_assistant(corpus, profile, generator="extractive")
-    questions = select_questions(load_golden(golden or golden_path(corpus)), n)
+    questions = select_questions(load_golden(golden or default_golden(corpus)), n)
     trace = Path(trace_path) if trace_path else config.work_dir() / "traces" / "cost.jsonl"
     server = None
     try:
@@ -446,7 +427,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
                                                    for r in local_rows])}
                    for p in models.values()]
     result = {
-        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_path(corpus)),
+        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or default_golden(corpus)),
         "n_questions": len(questions), "question_ids": [q.id for q in questions],
         "prices": {k: prices[k] for k in ("path", "as_of", "currency", "unit", "note")},
         "hosted": hosted, "server": {"base_url": server_url, "model": MODEL_ALIAS, "started_here": server is not None,

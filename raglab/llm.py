@@ -64,6 +64,15 @@ def _answers(url: str) -> bool:
         return False
 
 
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_server(port: int = 8088, model: Path | None = None, n_ctx: int = 4096, log: Path | None = None,
                  wait: float = 120.0) -> LocalServer:
     """Start the server on 127.0.0.1:``port`` and return once ``/v1/models`` answers."""

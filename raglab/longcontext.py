@@ -303,17 +303,18 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     """
     from .assistant import Assistant, build_assistant
     from .corpus import load_corpus
-    from .cost import _load_avg, free_port, golden_path, select_questions
+    from .bakeoff import default_golden
+    from .cost import _load_avg, select_questions
     from .evaluation import load_golden, paired_test, user_for
     from .generate import OpenAIGenerator
-    from .llm import MODEL_ALIAS, start_server
+    from .llm import MODEL_ALIAS, free_port, start_server
 
     if generator not in ("extractive", "openai"):
         raise ValueError(f"generator must be 'extractive' or 'openai', got {generator!r}")
     started, load_before = time.perf_counter(), _load_avg()
     base = build_assistant(corpus, profile, generator="extractive")
     docs = load_corpus(corpus, profile)
-    questions = select_questions(load_golden(golden or golden_path(corpus)), n)
+    questions = select_questions(load_golden(golden or default_golden(corpus)), n)
     trace = Path(trace_path) if trace_path else config.work_dir() / "traces" / "longcontext.jsonl"
     setup_s = time.perf_counter() - started
     server = None
@@ -388,7 +389,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     corpus_tokens = packer.last_info["corpus_tokens"] if rows else 0
     median_budget = float(np.median([r["budget_tokens"] for r in lc_rows])) if rows else 0.0
     result = {
-        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_path(corpus)),
+        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or default_golden(corpus)),
         "generator": gen.name, "sentence_cap": sentence_cap if generator == "extractive" else None,
         "budget": budget if budget is not None else "default: n_ctx - max_tokens - instructions - margin, per question",
         "n_ctx": N_CTX, "max_tokens": max_tokens, "threshold": base.threshold, "n_questions": len(rows),

@@ -22,12 +22,12 @@ from raglab.cost import (
     count_message_tokens,
     count_tokens,
     format_cost,
-    free_port,
     load_prices,
     per_1000,
     run_cost_experiment,
 )
 from raglab.generate import Source, build_messages
+from raglab.llm import free_port
 from raglab.llm import MODEL_ALIAS, start_server
 
 

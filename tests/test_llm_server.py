@@ -6,7 +6,6 @@ or refuses on its own: every check below must hold whatever it writes.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,16 +16,10 @@ import pytest
 from raglab.assistant import Assistant
 from raglab.cli import main
 from raglab.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
-from raglab.llm import MODEL_ALIAS, start_server
+from raglab.llm import MODEL_ALIAS, free_port, start_server
 from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
 
 REASONS = {"weak-evidence", "model-refused", "invalid-citation", "no-citation", "unsupported-claim"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 OpenAI-compatible server on 127.0.0.1 (and its fallback when nothing listens), rewrite_search against
 plain search and against RRF recomputed by hand, and the experiment's numbers against its own rows."""
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import ClassVar
@@ -12,6 +11,7 @@ import pytest
 from raglab import config
 from raglab.evaluation import bootstrap_ci, evidence_recall, load_golden, paired_test
 from raglab.fusion import rrf
+from raglab.llm import free_port
 from raglab.rewrite import (
     LLMRewriter,
     RuleRewriter,
@@ -143,14 +143,8 @@ def test_llm_rewriter_parses_the_model_reply(fake_llm, monkeypatch):
     assert rewriter.rewrite(question) == [question]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_server_falls_back_to_the_rules(monkeypatch):
-    rewriter = LLMRewriter(base_url=f"http://127.0.0.1:{_closed_port()}/v1", model="m", retries=0, timeout=2)
+    rewriter = LLMRewriter(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", retries=0, timeout=2)
     question = "How do I create a virtual environment, and how can my code check whether it is running inside one?"
     assert rewriter.rewrite(question) == rule_rewrite(question)
     assert rewriter.last_ran == "rules (fallback from llm:m)" and "could not be reached" in rewriter.note
@@ -184,7 +178,7 @@ def test_rewrite_search_fuses_every_sub_query_with_rrf(retriever):
 # ---------------------------------------------------------------- the experiment
 
 def test_rewrite_experiment_numbers_come_from_its_rows(index, embedder):
-    bad = LLMRewriter(base_url=f"http://127.0.0.1:{_closed_port()}/v1", model="m", retries=0, timeout=2)
+    bad = LLMRewriter(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", retries=0, timeout=2)
     result = run_rewrite_experiment("helpcenter", "small", rewriter=bad, k=2, embedder=embedder)
     assert {"n", "rewriter", "questions", "baseline", "rewritten", "paired", "verdict", "corpus", "k", "mode"} <= set(result)
     assert result["rewriter"] == "rules (fallback from llm:m)" and "could not be reached" in result["note"]
