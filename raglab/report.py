@@ -62,7 +62,7 @@ def _corpus(r: dict) -> list[str]:
     c = r["corpus"]
     rows = [[x["chunking"], x["chunks"], x["words_mean"], x["tokens_p50"], x["tokens_p95"], x["tokens_total"],
              f"{x['over_256_share']:.3f}"] for x in c["chunkings"]]
-    attribution = " ".join(line.strip() for line in c["attribution"].splitlines() if "©" in line)
+    attribution = " ".join(re.findall(r"Copyright ©.*?reserved\.", " ".join(c["attribution"].split())))
     return ["## Corpus", "",
             f"Source: the plain-text Python documentation shipped in `data/` (profile **{c['profile']}**). "
             f"Licence and attribution: {attribution} The documentation is distributed under the PSF License "
