@@ -28,6 +28,12 @@ def default_golden(corpus: str) -> Path:
     return config.PROJECT_ROOT / "evals" / GOLDEN[corpus]
 
 
+def answerable_questions(corpus: str, profile: str | None = None, golden: str | Path | None = None):
+    """The golden set's answerable questions (validated against the corpus): what retrieval is scored on."""
+    return [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
+            if q.type != "unanswerable"]
+
+
 def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden: str | Path | None = None,
                 embedder=None, chunkers=CHUNKERS, retrievers=RETRIEVERS, k: int = 5):
     """Returns ``(table, per_question)``: a DataFrame with one row per (chunking, retriever), and the
@@ -40,8 +46,7 @@ def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden:
     from .retrieval import Retriever
 
     embedder = embedder or Embedder()
-    questions = [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
-                 if q.type != "unanswerable"]
+    questions = answerable_questions(corpus, profile, golden)
     tok = load_tokenizer()
     rows, per_question = [], {}
     for settings in chunkers:

@@ -47,17 +47,34 @@ def _guard(milestone: str, criterion: str, fn) -> Criterion:
     return Criterion(milestone, criterion, bool(passed), why)
 
 
-def _section(where: Path, name: str) -> dict:
-    results = artifacts.load_results(where)
-    if name not in results:
-        raise ValueError(f"{where / artifacts.RESULTS}: no section {name!r} (run the notebook that records it)")
-    return results[name]
+class Artifacts:
+    """The artifacts folder, each file read once per check (several criteria read the same file)."""
+
+    def __init__(self, where: Path):
+        self.where, self._read = where, {}
+
+    def _once(self, key, load):
+        if key not in self._read:
+            self._read[key] = load()       # a missing or broken file raises, and fails each criterion that needs it
+        return self._read[key]
+
+    def jsonl(self, name: str) -> list[dict]:
+        return self._once(name, lambda: artifacts.load_jsonl(name, self.where))
+
+    def json(self, name: str):
+        return self._once(name, lambda: artifacts.load_json(name, self.where))
+
+    def section(self, name: str) -> dict:
+        results = self.json(artifacts.RESULTS)
+        if name not in results:
+            raise ValueError(f"{self.where / artifacts.RESULTS}: no section {name!r} (run the notebook that records it)")
+        return results[name]
 
 
 # ---------------------------------------------------------------- milestone 1
 
-def chunks_have_ids(where: Path):
-    rows = artifacts.load_jsonl("m1_chunks.jsonl", where)
+def chunks_have_ids(a: Artifacts):
+    rows = a.jsonl("m1_chunks.jsonl")
     if not rows:
         return False, "m1_chunks.jsonl holds no chunks"
     seen: dict[str, set] = {}
@@ -72,8 +89,8 @@ def chunks_have_ids(where: Path):
     return True, f"{len(rows)} chunks over {len(seen)} chunkings, each with a unique id and a source"
 
 
-def clean_cuts(where: Path):
-    rows = [r for r in artifacts.load_jsonl("m1_chunks.jsonl", where) if r["chunking"].startswith("headings")]
+def clean_cuts(a: Artifacts):
+    rows = [r for r in a.jsonl("m1_chunks.jsonl") if r["chunking"].startswith("headings")]
     if not rows:
         return False, "no heading-aware chunks in m1_chunks.jsonl"
     cut = [r["id"] for r in rows if not (SENTENCE_END.search(r["text"]) or r.get("after", "") in ("", "\n"))]
@@ -84,8 +101,8 @@ def clean_cuts(where: Path):
 
 # ---------------------------------------------------------------- milestones 2 and 3
 
-def fused_top20(where: Path):
-    m2 = _section(where, "m2")
+def fused_top20(a: Artifacts):
+    m2 = a.section("m2")
     rows, depth = m2["questions"], m2["depth"]
     found = [r for r in rows if r.get("hybrid rank") is not None and r["hybrid rank"] <= 20]
     if depth < 20:
@@ -95,8 +112,8 @@ def fused_top20(where: Path):
                 + ("" if ok else " (the course asks for 10)"))
 
 
-def keyword_and_vector_wins(where: Path):
-    m2 = _section(where, "m2")
+def keyword_and_vector_wins(a: Artifacts):
+    m2 = a.section("m2")
     k = m2["k"]
     rows = m2["questions"]
     only_bm25 = [r["id"] for r in rows if r[f"bm25 recall@{k}"] > 0 and r[f"dense recall@{k}"] == 0]
@@ -105,8 +122,8 @@ def keyword_and_vector_wins(where: Path):
     return bool(only_bm25 and only_dense), why
 
 
-def ranked_first(where: Path):
-    m3 = _section(where, "m3")
+def ranked_first(a: Artifacts):
+    m3 = a.section("m3")
     parts, best = [], None
     for label, rows in m3["configs"].items():
         first = sum(r.get("rerank rank") == 1 for r in rows)
@@ -123,8 +140,8 @@ def ranked_first(where: Path):
 
 # ---------------------------------------------------------------- milestone 4
 
-def valid_citations(where: Path):
-    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "answer"]
+def valid_citations(a: Artifacts):
+    rows = [r for r in a.jsonl("m4_answers.jsonl") if r["kind"] == "answer"]
     answered = [r for r in rows if not r["refused"]]
     if not answered:
         return False, "no answered question in m4_answers.jsonl"
@@ -138,8 +155,8 @@ def valid_citations(where: Path):
     return True, f"{len(answered)} answers, every citation points at a retrieved chunk"
 
 
-def invented_id_caught(where: Path):
-    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "invented-id"]
+def invented_id_caught(a: Artifacts):
+    rows = [r for r in a.jsonl("m4_answers.jsonl") if r["kind"] == "invented-id"]
     if not rows:
         return False, "no invented-id test in m4_answers.jsonl"
     for r in rows:
@@ -149,8 +166,8 @@ def invented_id_caught(where: Path):
                  f"(caught: {rows[0]['invalid_citations']})"
 
 
-def out_of_corpus_refused(where: Path):
-    rows = [r for r in artifacts.load_jsonl("m4_answers.jsonl", where) if r["kind"] == "out-of-corpus"]
+def out_of_corpus_refused(a: Artifacts):
+    rows = [r for r in a.jsonl("m4_answers.jsonl") if r["kind"] == "out-of-corpus"]
     if not rows:
         return False, "no out-of-corpus question in m4_answers.jsonl"
     leaked = [r["question"] for r in rows if not (r["refused"] and r["answer"] == REFUSAL)]
@@ -161,8 +178,8 @@ def out_of_corpus_refused(where: Path):
 
 # ---------------------------------------------------------------- milestone 5
 
-def one_command_four_scores(where: Path):
-    run = artifacts.load_json("m5_eval_command.json", where)
+def one_command_four_scores(a: Artifacts):
+    run = a.json("m5_eval_command.json")
     if not run["command"].startswith("raglab eval") or run["exit_code"] != 0:
         return False, f"the saved command is {run['command']!r} (exit {run['exit_code']}), not a successful raglab eval"
     lines = run["output"].splitlines()
@@ -172,8 +189,8 @@ def one_command_four_scores(where: Path):
     return True, f"`{run['command']}` printed all four: {', '.join(FAMILIES)}"
 
 
-def failures_read(where: Path):
-    board = artifacts.load_json("m5_scoreboard.json", where)
+def failures_read(a: Artifacts):
+    board = a.json("m5_scoreboard.json")
     questions = board["questions"]
     unread = [q["id"] for q in questions
               if q["failure"] is None and (q["correct"] == 0 or (q["type"] != "unanswerable" and q["recall"] == 0))]
@@ -186,8 +203,8 @@ def failures_read(where: Path):
 
 # ---------------------------------------------------------------- access and bake-off
 
-def no_leaks(where: Path):
-    access = _section(where, "access")
+def no_leaks(a: Artifacts):
+    access = a.section("access")
     total = sum(n for modes in access["leaks"].values() for n in modes.values())
     backends = ", ".join(access["leaks"])
     if total:
@@ -196,8 +213,8 @@ def no_leaks(where: Path):
                  f"{backends}: no restricted chunk reached a public user"
 
 
-def bakeoff_decided(where: Path):
-    bake = _section(where, "bakeoff")
+def bakeoff_decided(a: Artifacts):
+    bake = a.section("bakeoff")
     metric = bake["metric"]
     values = [r[metric] for r in bake["table"]]
     spread = max(values) - min(values)
@@ -231,7 +248,8 @@ def check(where: str | Path | None = None) -> list[Criterion]:
     where = Path(where or artifacts.folder())
     if not where.is_dir():
         raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
-    return [_guard(m, c, lambda fn=fn: fn(where)) for m, c, fn in CRITERIA]
+    a = Artifacts(where)
+    return [_guard(m, c, lambda fn=fn: fn(a)) for m, c, fn in CRITERIA]
 
 
 def format_rubric(results: list[Criterion], where: Path | None = None) -> str:

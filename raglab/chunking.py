@@ -19,6 +19,7 @@ Ids depend only on the document text and the settings, so they are the same on e
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable
@@ -427,8 +428,9 @@ def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettin
 
 # ---------------------------------------------------------------- token lengths
 
+@functools.lru_cache(maxsize=1)
 def load_tokenizer():
-    """The packaged MiniLM's own word-piece tokenizer (``tokenizers``, no truncation)."""
+    """The packaged MiniLM's own word-piece tokenizer (``tokenizers``, no truncation), loaded once."""
     from tokenizers import Tokenizer
 
     from .models import minilm_path

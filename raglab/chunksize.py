@@ -51,11 +51,10 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
     evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval,
     on the golden set's answerable questions. Indexes come from ``open_index`` (built once, cached)."""
     from . import config
-    from .bakeoff import default_golden
+    from .bakeoff import answerable_questions
     from .chunking import load_tokenizer, token_lengths
-    from .corpus import load_corpus
     from .embeddings import Embedder
-    from .evaluation import bootstrap_ci, evaluate, load_golden, paired_test
+    from .evaluation import bootstrap_ci, evaluate, paired_test
     from .index import open_index
     from .models import MINILM_MAX_TOKENS
     from .retrieval import Retriever
@@ -64,8 +63,7 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
     profile = config.profile(profile)
     limit = limit or MINILM_MAX_TOKENS
     embedder = embedder or Embedder()
-    questions = [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
-                 if q.type != "unanswerable"]
+    questions = answerable_questions(corpus, profile, golden)
     tok = load_tokenizer()
     rows, per_question = [], {}
     for settings in sizes:

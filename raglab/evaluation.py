@@ -225,12 +225,19 @@ def evaluate(retriever, questions: list[Question], k: int = 5, mode: str = "rera
     return results
 
 
+def answer_correct(q: Question, answer) -> float:
+    """1.0 when an unanswerable question was refused, or an answerable one answered with every required fact."""
+    if q.type == "unanswerable":
+        return float(answer.refused)
+    return float(not answer.refused and facts_present(answer.answer, q.facts))
+
+
 def _score_answer(res: Result, q: Question, answer, retrieved_chunks, row) -> None:
     from .generate import check_citations, Source
 
     unanswerable = q.type == "unanswerable"
     res.answered, res.reason, res.stage_ms = not answer.refused, answer.reason, dict(answer.timings_ms)
-    res.correct = float(answer.refused if unanswerable else (not answer.refused and facts_present(answer.answer, q.facts)))
+    res.correct = answer_correct(q, answer)
     res.abstention_ok = float(answer.refused == unanswerable)
     if answer.reason not in ("weak-evidence", "model-refused"):
         sources = [Source(n, retrieved_chunks[row[r["id"]]]) for n, r in enumerate(answer.retrieved, 1)]

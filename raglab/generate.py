@@ -210,6 +210,18 @@ class ExtractiveGenerator:
         return Generation(f"{self.label} {body}", self.name)
 
 
+def openai_client(base_url: str | None = None, model: str | None = None, api_key: str | None = None,
+                  timeout: float = 60.0, max_retries: int = 0):
+    """An OpenAI-compatible client from the arguments, else ``LLM_BASE_URL`` (default: Ollama's),
+    ``LLM_MODEL`` and ``LLM_API_KEY``: returns ``(client, base_url, model)``. A key is never written in code."""
+    from openai import OpenAI
+
+    base_url = base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL
+    model = model or os.environ.get("LLM_MODEL") or "llama3.2"
+    key = api_key or os.environ.get("LLM_API_KEY") or "unused-by-local-servers"
+    return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries), base_url, model
+
+
 class OpenAIGenerator:
     """Any OpenAI-compatible chat endpoint (Ollama, llama.cpp's server, a hosted provider).
 
@@ -223,12 +235,7 @@ class OpenAIGenerator:
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 3, max_tokens: int = 300, extra_instruction: str | None = None,
                  extra_body: dict | None = None):
-        from openai import OpenAI
-
-        self.base_url = base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL
-        self.model = model or os.environ.get("LLM_MODEL") or "llama3.2"
-        key = api_key or os.environ.get("LLM_API_KEY") or "unused-by-local-servers"
-        self.client = OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
+        self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout)
         self.retries, self.max_tokens = retries, max_tokens
         self.extra_instruction, self.extra_body = extra_instruction, extra_body
         self.name = f"openai:{self.model}"

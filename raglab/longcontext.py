@@ -238,17 +238,8 @@ class PackedRetriever:
 
 # ---------------------------------------------------------------- the experiment
 
-def _correct(q, answer) -> float:
-    """``raglab.evaluation._score_answer``'s answer_correct: refused if unanswerable, else answered with every fact."""
-    from .evaluation import facts_present
-
-    if q.type == "unanswerable":
-        return float(answer.refused)
-    return float(not answer.refused and facts_present(answer.answer, q.facts))
-
-
 def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
-    from .evaluation import evidence_recall, user_for
+    from .evaluation import answer_correct, evidence_recall, user_for
 
     t = time.perf_counter()
     answer = assistant.ask(q.question, user_for(q))
@@ -256,7 +247,7 @@ def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
     sources = sources_of(answer)
     prompt = count_message_tokens(build_messages(q.question, sources, assistant.refusal, extra_instruction))
     called = "generate" in answer.timings_ms
-    row = {"answer": answer.answer, "refused": answer.refused, "reason": answer.reason, "correct": _correct(q, answer),
+    row = {"answer": answer.answer, "refused": answer.refused, "reason": answer.reason, "correct": answer_correct(q, answer),
            "prompt_tokens": prompt, "sent_tokens": prompt if called else 0, "model_called": called,
            "latency_ms": round(latency, 2), "generate_ms": answer.timings_ms.get("generate"),
            "evidence_strength": answer.evidence, "sources": [s.chunk.id for s in sources],

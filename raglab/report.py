@@ -108,7 +108,7 @@ def _results(r: dict) -> list[str]:
     ev = r["evaluation"]
     sc, k = ev["scores"], ev["scores"]["k"]
     level = sc["interval"]["level"]
-    rows = [[mode, _ci(m[f"recall@{k}"]), _ci(m["mrr"]), _ci(m["ndcg@10"]), m["latency_p50_ms"]]
+    rows = [[mode, _ci(m[f"recall@{k}"]), _ci(m["mrr"]), _ci(m["ndcg@10"]), f"{m['retrieval_latency_p50_ms']['value']:.2f}"]
             for mode, m in ev["retrieval"].items()]
     answer_rows = [[name, _ci(sc[name])] for name in ("answer_correct", "citation_validity", "citation_support",
                                                       "abstention_accuracy", "unanswerable_refused",

@@ -379,14 +379,9 @@ class LLMRewriter:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 1, max_queries: int = 3, max_tokens: int = 100):
-        from openai import OpenAI
+        from .generate import openai_client
 
-        from .generate import DEFAULT_BASE_URL
-
-        self.base_url = base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL
-        self.model = model or os.environ.get("LLM_MODEL") or "llama3.2"
-        key = api_key or os.environ.get("LLM_API_KEY") or "unused-by-local-servers"
-        self.client = OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=retries)
+        self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout, retries)
         self.max_queries, self.max_tokens, self.timeout = max_queries, max_tokens, timeout
         self.name = f"llm:{self.model}"
         self.note: str | None = None

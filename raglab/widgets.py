@@ -18,7 +18,6 @@ JupyterLab's output sanitizer and nbconvert alike.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import html
 import itertools
@@ -60,11 +59,6 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-@functools.lru_cache(maxsize=1)
-def _tokenizer():
-    return load_tokenizer()
-
-
 def default_strategies() -> dict[str, ChunkSettings]:
     """The chunkings the explorer offers by default, keyed by their label (``words 150/30``...)."""
     settings = [ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("large"),
@@ -93,7 +87,7 @@ def chunk_html(doc: Document, chunks: list[Chunk], limit_chars: int | None = DEF
     chunks that start in the part shown (``limit_chars=None`` shows everything).
     """
     shown = len(doc.text) if limit_chars is None else max(0, min(int(limit_chars), len(doc.text)))
-    tokens = token_lengths([c.indexed_text for c in chunks], tokenizer or _tokenizer()) if chunks else []
+    tokens = token_lengths([c.indexed_text for c in chunks], tokenizer or load_tokenizer()) if chunks else []
     over = [t > token_limit for t in tokens]
     label = label or (chunks[0].strategy if chunks else "no chunks")
     mean = sum(tokens) / len(tokens) if tokens else 0.0
@@ -208,7 +202,7 @@ class ChunkExplorer(widgets.VBox):
         if key not in self._cache:
             if len(self._cache) > 32:
                 self._cache.clear()
-            self._cache[key] = chunk_html(doc, chunk_document(doc, s), self.limit_chars, _tokenizer(), label=s.label())
+            self._cache[key] = chunk_html(doc, chunk_document(doc, s), self.limit_chars, load_tokenizer(), label=s.label())
         return self._cache[key]
 
     def render(self) -> None:
