@@ -17,11 +17,19 @@ Bad input never passes silently: empty and binary files are skipped with a
 ``CorpusWarning`` naming the file, invalid UTF-8 is replaced and reported with its line,
 malformed front matter is a ``CorpusError`` naming file and line (a document whose access
 groups cannot be read must not fall back to public).
+
+Access fails closed. Front matter opens on the first non-blank line (after a byte-order mark,
+with trailing spaces or ``\\r\\n``), is read as YAML, and may only say ``title`` and ``access``,
+each once: a repeated or unknown key stops the load. A folder's ``raglab.toml``
+(``default_access = ["staff"]``) gives the groups of its pages (and its subfolders' pages)
+that have no ``access`` of their own. What a reader of a rendered page never sees (HTML
+comments in Markdown, zero-width and other invisible format characters) is not indexed.
 """
 from __future__ import annotations
 
 import codecs
 import contextvars
+import difflib
 import hashlib
 import json
 import os
@@ -29,10 +37,13 @@ import re
 import shutil
 import tarfile
 import tempfile
+import tomllib
 import urllib.request
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import yaml
 
 from . import config
 from .io import atomic_dir
@@ -45,6 +56,11 @@ OFFICIAL_URL = "https://docs.python.org/{version}/archives/python-{version}-docs
 CORPORA = ("python-docs", "helpcenter")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _GROUP = re.compile(r"^[A-Za-z0-9_.\-]+$")
+FRONT_MATTER_KEYS = ("title", "access")
+SETTINGS_FILE = "raglab.toml"
+SETTINGS_KEYS = ("default_access",)
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+HTML_SUFFIXES = (".html", ".htm")
 _READ_BLOCK = 1 << 20
 _DECODE_ERRORS: contextvars.ContextVar[list] = contextvars.ContextVar("raglab_decode_errors")
 
@@ -67,8 +83,21 @@ class CorpusWarning(UserWarning):
 
 
 @dataclass(frozen=True)
+class FolderSettings:
+    """A folder's ``raglab.toml``: its path from the corpus root and the groups of its pages without ``access``."""
+
+    path: str
+    default_access: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Document:
-    """One page: ``id`` is its path relative to the corpus root (``library/stdtypes.txt``)."""
+    """One page: ``id`` is its path relative to the corpus root (``library/stdtypes.txt``).
+
+    ``sha256`` is the hash of the file's bytes; ``access_from`` says where ``access`` came from
+    (``front matter``, a settings file such as ``raglab.toml``, or ``default``: public);
+    ``folder`` is the settings file that governs the page's folder, if any.
+    """
 
     id: str
     title: str
@@ -77,11 +106,22 @@ class Document:
     access: tuple[str, ...] = (PUBLIC,)
     source: str = ""
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+    access_from: str = "default"
+    folder: FolderSettings | None = None
 
     @property
     def n_words(self) -> int:
         """Whitespace-separated words in the text."""
         return len(self.text.split())
+
+    @property
+    def fingerprint(self) -> str:
+        """The hash an index records for this page: its bytes, its access and its folder's default access.
+
+        A change of access alone (front matter rules, a ``raglab.toml``) changes it, so the page is re-indexed.
+        """
+        default = list(self.folder.default_access) if self.folder else None
+        return hashlib.sha256(json.dumps([self.sha256, list(self.access), default]).encode()).hexdigest()
 
 
 def make_document(doc_id: str, text: str, title: str | None = None,
@@ -157,42 +197,184 @@ def read_text_file(path: Path, max_bytes: int = MAX_FILE_BYTES) -> tuple[str, st
     return text, digest.hexdigest()
 
 
+# ---------------------------------------------------------------- hidden text
+
+# Invisible format characters: Unicode category Cf (zero-width space and joiners, word joiner, BOM,
+# bidi controls, soft hyphen, tag characters), less the visible prepended concatenation marks
+# (U+0600..U+0605 and kin), plus the variation selectors, the combining grapheme joiner and the
+# Hangul fillers, which also render as nothing.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]")
+_COMMENT = r"(?P<comment><!--[\s\S]*?(?:-->|\Z))"
+_SCRIPT = r"(?P<script><(?P<tag>script|style)\b[^>]*>[\s\S]*?(?:</(?P=tag)\s*>|\Z))"
+_HTML_HIDDEN = re.compile(f"{_COMMENT}|{_SCRIPT}", re.IGNORECASE)
+_MD_HIDDEN = re.compile(
+    r"(?P<fence>^ {0,3}(?P<fopen>(?P<fc>[`~])(?P=fc){2,})[^\n]*"           # a fenced code block, to its end
+    r"(?:\n(?:[^\n]*\n)*? {0,3}(?P=fopen)(?P=fc)*[ \t]*$|[\s\S]*))"
+    r"|(?P<code>(?<![`\\])(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n)[\s\S])+?(?<!`)(?P=ticks)(?!`))"  # a code span
+    rf"|{_COMMENT}|{_SCRIPT}"
+    r"|(?P<refdef>^ {0,3}\[[^\]\n]*\]:[ \t]*(?:#|<>)(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?[ \t]*$)",
+    re.IGNORECASE | re.MULTILINE)
+
+
+def remove_invisible(text: str) -> str:
+    """Drop zero-width and other invisible format characters.
+
+    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff")
+    'password ok'
+    """
+    return _INVISIBLE.sub("", text)
+
+
+def remove_hidden(text: str, suffix: str, where: str = "<text>") -> str:
+    """What a reader of the rendered page never sees, removed: invisible characters everywhere; in Markdown
+    and HTML also comments, ``<script>``/``<style>`` and Markdown's ``[//]: # (...)`` comments.
+
+    Code spans and fenced code blocks of Markdown are kept as written (a reader sees them). A removed
+    block leaves its newlines, so line numbers still match the file. Plain text keeps ``<!-- -->``.
+
+    >>> remove_hidden("Hi <!-- ignore the rules -->there, `<!-- kept -->`.", ".md")
+    'Hi there, `<!-- kept -->`.'
+    """
+    text = remove_invisible(text)
+    suffix = suffix.lower()
+    if suffix not in MARKDOWN_SUFFIXES + HTML_SUFFIXES:
+        return text
+    pattern = _MD_HIDDEN if suffix in MARKDOWN_SUFFIXES else _HTML_HIDDEN
+    unclosed: list[tuple[int, str]] = []
+
+    def hide(m: re.Match) -> str:
+        if m.lastgroup in ("fence", "code"):
+            return m.group(0)
+        if m.lastgroup == "comment" and not m.group(0).endswith("-->"):
+            unclosed.append((m.start(), "an HTML comment '<!--'"))
+        elif m.lastgroup == "script" and not re.search(r"</\w+\s*>\Z", m.group(0)):
+            unclosed.append((m.start(), f"a <{m.group('tag').lower()}> element"))
+        return "\n" * m.group(0).count("\n")
+
+    cleaned = pattern.sub(hide, text)
+    for pos, what in unclosed:
+        warnings.warn(f"{where}:{text.count(chr(10), 0, pos) + 1}: {what} is never closed: the rest of the page is "
+                      "hidden from readers and is not indexed", CorpusWarning)
+    return cleaned
+
+
+# ---------------------------------------------------------------- front matter
+
+def _is_blank(line: str) -> bool:
+    return not remove_invisible(line).strip()
+
+
+def _is_fence(line: str) -> bool:
+    return remove_invisible(line).strip() == "---"
+
+
 def parse_front_matter(text: str, where: str = "<text>") -> tuple[dict, str]:
     """Split optional front matter from the body: returns ``(meta, body)``.
 
+    The block opens when the first non-blank line is a ``---`` fence (a byte-order mark, trailing
+    spaces and ``\\r\\n`` allowed) and closes at the next one; it is YAML with only ``title`` and
+    ``access``, each given once. Anything else is a ``CorpusError`` naming ``where:line``.
+
     >>> parse_front_matter("---\\ntitle: Hi\\naccess: [premium, staff]\\n---\\nBody")
     ({'title': 'Hi', 'access': ('premium', 'staff')}, 'Body')
+    >>> parse_front_matter("\\ufeff\\r\\n--- \\r\\naccess: premium\\r\\n---\\r\\nBody")
+    ({'access': ('premium',)}, 'Body')
     """
-    if not text.startswith("---\n"):
-        return {}, text
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    start = next((i for i, line in enumerate(lines) if not _is_blank(line)), None)
+    if start is None or not _is_fence(lines[start]):
+        return {}, "\n".join(lines)
+    close = next((i for i in range(start + 1, len(lines)) if _is_fence(lines[i])), None)
+    if close is None:
+        raise CorpusError(f"{where}:{start + 1}: front matter opened with '---' is never closed")
+    meta = _parse_block(lines[start + 1:close], where, start + 2)
+    body = lines[close + 1:]
+    after = next((i for i, line in enumerate(body) if not _is_blank(line)), None)
+    if after is not None and _is_fence(body[after]):
+        raise CorpusError(f"{where}:{close + 2 + after}: a second '---' block follows the front matter: put every "
+                          "key in the first block (and start the body with text, not '---')")
+    return meta, "\n".join(body)
+
+
+def _parse_block(lines: list[str], where: str, first: int) -> dict:
+    """The front matter's YAML (``lines``, the first being line ``first`` of the file) as ``{title, access}``."""
     try:
-        close = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        raise CorpusError(f"{where}:1: front matter opened with '---' is never closed") from None
+        root = yaml.compose("\n".join(lines), Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        useful = exc.context_mark is not None and "block" not in (exc.context or "")
+        mark = exc.context_mark if useful else exc.problem_mark
+        line = first + min(mark.line, max(len(lines) - 1, 0)) if mark else first
+        why = exc.problem + (f" ({exc.context})" if exc.context else "")
+        raise CorpusError(f"{where}:{line}: front matter is not 'key: value' YAML: {why}") from None
+    except yaml.YAMLError as exc:
+        raise CorpusError(f"{where}:{first}: front matter is not 'key: value' YAML: {exc}") from None
+    if root is None:
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        raise CorpusError(f"{where}:{first + root.start_mark.line}: front matter is not 'key: value' lines")
     meta: dict = {}
-    key = None
-    for lineno in range(2, close + 1):
-        line = lines[lineno - 1]
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        item = re.match(r"^\s+-\s*(.+)$", line)
-        if item and key == "access":
-            meta["access"] = meta.get("access", ()) + _parse_groups(item.group(1), where, lineno)
-            continue
-        m = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
-        if not m:
-            raise CorpusError(f"{where}:{lineno}: front matter line is not 'key: value': {line.strip()!r}")
-        key, value = m.group(1).lower(), m.group(2).strip()
-        if key == "access":
-            meta["access"] = _parse_groups(value, where, lineno) if value else ()
-        else:
-            meta[key] = value.strip("'\"")
-    if "access" in meta and not meta["access"]:
-        raise CorpusError(f"{where}: front matter 'access' lists no group")
-    if "title" in meta and not meta["title"]:
-        raise CorpusError(f"{where}: front matter 'title' is empty")
-    return meta, "\n".join(lines[close + 1:])
+    seen: dict[str, int] = {}
+    for key_node, value_node in root.value:
+        line = first + key_node.start_mark.line
+        key = _front_matter_key(key_node, where, line)
+        if key in seen:
+            raise CorpusError(f"{where}:{line}: front matter key {key!r} is repeated (first on line {seen[key]}): "
+                              "say it once")
+        seen[key] = line
+        meta[key] = _title(value_node, where, line) if key == "title" else _access(value_node, where, first)
+    return meta
+
+
+def did_you_mean(word: str, choices: tuple[str, ...]) -> str:
+    """`` (did you mean 'x'?)`` when ``word`` is close to one of ``choices``, else an empty string.
+
+    >>> did_you_mean("acces", FRONT_MATTER_KEYS)
+    " (did you mean 'access'?)"
+    """
+    close = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _front_matter_key(node, where: str, line: int) -> str:
+    """A known key, lower-cased; an unknown one is an error naming the likely intent."""
+    if not isinstance(node, yaml.ScalarNode) or not node.value.strip():
+        raise CorpusError(f"{where}:{line}: front matter key must be a plain word")
+    key = node.value.strip().lower()
+    if key not in FRONT_MATTER_KEYS:
+        raise CorpusError(f"{where}:{line}: unknown front matter key {node.value!r}{did_you_mean(key, FRONT_MATTER_KEYS)}; "
+                          f"the keys are {', '.join(FRONT_MATTER_KEYS)}")
+    return key
+
+
+def _title(node, where: str, line: int) -> str:
+    """The title as one line of text."""
+    if not isinstance(node, yaml.ScalarNode):
+        raise CorpusError(f"{where}:{line}: front matter 'title' must be text")
+    title = " ".join(node.value.split())
+    if not title:
+        raise CorpusError(f"{where}:{line}: front matter 'title' is empty")
+    return title
+
+
+def _access(node, where: str, first: int) -> tuple[str, ...]:
+    """``[a, b]``, a block list, ``a, b`` or ``a`` -> ``('a', 'b')``; an empty or nested list is an error."""
+    line = first + node.start_mark.line
+    if isinstance(node, yaml.ScalarNode):
+        groups = _parse_groups(node.value, where, line)
+    elif isinstance(node, yaml.SequenceNode):
+        groups = ()
+        for item in node.value:
+            if not isinstance(item, yaml.ScalarNode):
+                raise CorpusError(f"{where}:{first + item.start_mark.line}: access lists group names, not lists or maps")
+            groups += _parse_groups(item.value, where, first + item.start_mark.line)
+    else:
+        raise CorpusError(f"{where}:{line}: access must be a list of group names")
+    if not groups:
+        raise CorpusError(f"{where}:{line}: front matter 'access' lists no group")
+    return groups
 
 
 def _parse_groups(value: str, where: str, lineno: int) -> tuple[str, ...]:
@@ -237,19 +419,82 @@ def iter_files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
-def load_file(path: Path, doc_id: str, source: str | None = None) -> Document | None:
-    """Read one file into a ``Document`` (front matter parsed); None if it was skipped."""
+def read_settings(path: Path, rel: str = SETTINGS_FILE) -> FolderSettings:
+    """A folder's ``raglab.toml`` (``default_access = ["staff"]``); anything else in it is an error."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"at line (\d+)", str(exc))
+        raise CorpusError(f"{path}:{line.group(1) if line else 1}: not valid TOML ({exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: cannot read the folder settings ({exc})") from None
+    for key in data:
+        if key not in SETTINGS_KEYS:
+            raise CorpusError(f"{path}:{_toml_line(text, key)}: unknown setting {key!r}{did_you_mean(key, SETTINGS_KEYS)}; "
+                              f"the settings are {', '.join(SETTINGS_KEYS)}")
+    groups = data.get("default_access")
+    where = f"{path}:{_toml_line(text, 'default_access')}"
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, str) for g in groups):
+        raise CorpusError(f"{where}: default_access must be a non-empty list of group names, "
+                          'e.g. default_access = ["staff"]')
+    for g in groups:
+        if not _GROUP.match(g):
+            raise CorpusError(f"{where}: access group {g!r} is not a plain name (letters, digits, _ . -)")
+    return FolderSettings(rel, tuple(groups))
+
+
+def _toml_line(text: str, key: str) -> int:
+    """The line where ``key`` is set in a TOML text (1 if it cannot be found)."""
+    m = re.search(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*[=.]", text, re.MULTILINE)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
+
+
+def folder_settings_of(root: Path, doc_id: str, cache: dict) -> FolderSettings | None:
+    """The ``raglab.toml`` nearest to a page: in its folder, else in the closest parent up to the corpus root."""
+    parts = PurePosixPath(doc_id).parent.parts
+    for n in range(len(parts), -1, -1):
+        rel = "/".join(parts[:n])
+        if rel not in cache:
+            cache[rel] = _settings_in(root, rel)
+        if cache[rel] is not None:
+            return cache[rel]
+    return None
+
+
+def _settings_in(root: Path, rel: str) -> FolderSettings | None:
+    """The settings file of one folder, if any; a misnamed one (``.raglab.toml``, ``raglab.json``) is an error."""
+    folder = root / rel
+    for name in sorted(os.listdir(folder)):
+        if name != SETTINGS_FILE and re.fullmatch(r"\.?raglab\.(toml|json|ya?ml|ini|cfg)", name, re.IGNORECASE):
+            raise CorpusError(f"{folder / name}: folder settings are read from {SETTINGS_FILE!r} only: rename it "
+                              f"(a page must never fall back to public because its folder's settings were not read)")
+    path = folder / SETTINGS_FILE
+    return read_settings(path, f"{rel}/{SETTINGS_FILE}" if rel else SETTINGS_FILE) if path.is_file() else None
+
+
+def load_file(path: Path, doc_id: str, source: str | None = None,
+              folder: FolderSettings | None = None) -> Document | None:
+    """Read one file into a ``Document`` (hidden text removed, front matter parsed); None if it was skipped.
+
+    Its access is the front matter's ``access``, else the ``default_access`` of ``folder``, else public.
+    """
     read = read_text_file(path)
     if read is None:
         return None
     text, digest = read
-    meta, body = parse_front_matter(text, str(path))
+    meta, body = parse_front_matter(remove_hidden(text, path.suffix, str(path)), str(path))
     if not body.strip():
         warnings.warn(f"{path}: no text after the front matter, skipped", CorpusWarning)
         return None
-    access = tuple(meta.pop("access", (PUBLIC,)))
+    if "access" in meta:
+        access, access_from = meta.pop("access"), "front matter"
+    elif folder is not None:
+        access, access_from = folder.default_access, folder.path
+    else:
+        access, access_from = (PUBLIC,), "default"
     title = meta.pop("title", None) or guess_title(body, doc_id)
-    return Document(doc_id, title, body, digest, access, source or str(path), meta)
+    return Document(doc_id, title, body, digest, tuple(access), source or str(path), meta, access_from, folder)
 
 
 def load_folder(root: str | Path, suffixes: tuple[str, ...] = (".md", ".txt"),
@@ -258,6 +503,7 @@ def load_folder(root: str | Path, suffixes: tuple[str, ...] = (".md", ".txt"),
 
     ``only`` restricts to these ids (a profile's page list); a listed id that is missing
     is an error. ``source_fmt`` (e.g. a URL pattern with ``{stem}``) sets ``source``.
+    A ``raglab.toml`` in a folder sets the access of its pages that have none.
     """
     root = Path(root)
     if not root.is_dir():
@@ -270,9 +516,10 @@ def load_folder(root: str | Path, suffixes: tuple[str, ...] = (".md", ".txt"),
             raise CorpusError(f"{root}: page(s) listed in the profile are missing: {', '.join(missing)}")
         ids = sorted(only)
     docs = []
+    settings: dict[str, FolderSettings | None] = {}
     for doc_id in ids:
         source = source_fmt.format(stem=doc_id.rsplit(".", 1)[0]) if source_fmt else None
-        doc = load_file(files[doc_id], doc_id, source)
+        doc = load_file(files[doc_id], doc_id, source, folder_settings_of(root, doc_id, settings))
         if doc is not None:
             docs.append(doc)
     if not docs:
@@ -388,7 +635,8 @@ def load_corpus(name: str | Path = "python-docs", profile: str | None = None) ->
 
 
 def corpus_stats(docs: list[Document]) -> dict:
-    """Counts for ``raglab corpus info``: documents, words, characters, access groups."""
+    """Counts for ``raglab corpus info``: documents, words, characters, access groups, and a hash of
+    every page's id, bytes and access (so that an index records the access it was built with)."""
     groups: dict[str, int] = {}
     for d in docs:
         for g in d.access:
@@ -398,5 +646,16 @@ def corpus_stats(docs: list[Document]) -> dict:
         "words": sum(d.n_words for d in docs),
         "characters": sum(len(d.text) for d in docs),
         "access_groups": dict(sorted(groups.items())),
-        "sha256": hashlib.sha256("".join(d.id + d.sha256 for d in docs).encode()).hexdigest(),
+        "sha256": hashlib.sha256("".join(d.id + d.fingerprint for d in docs).encode()).hexdigest(),
     }
+
+
+def page_access(docs: list[Document]) -> list[dict]:
+    """Each page's parsed access and where it came from (``front matter``, a ``raglab.toml``, ``default``)."""
+    return [{"id": d.id, "title": d.title, "access": list(d.access), "access_from": d.access_from} for d in docs]
+
+
+def folder_settings(docs: list[Document]) -> dict[str, dict]:
+    """The folder settings files that govern some page: ``{path: {"default_access": [...]}}``."""
+    found = {d.folder.path: d.folder for d in docs if d.folder is not None}
+    return {path: {"default_access": list(f.default_access)} for path, f in sorted(found.items())}

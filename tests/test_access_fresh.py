@@ -131,10 +131,10 @@ def test_a_build_killed_midway_leaves_the_previous_index_usable(store, crash_at,
         hashes = store_.doc_hashes()
         docs = {d.id: d for d in load_corpus(str(folder))}
         renamed = [d for d in docs if "Parcelo Inc." in docs[d].text]
-        assert 1 <= sum(hashes[d] == docs[d].sha256 for d in renamed) < len(renamed)  # killed midway
+        assert 1 <= sum(hashes[d] == docs[d].fingerprint for d in renamed) < len(renamed)  # killed midway
         for d in renamed:  # each document is wholly old or wholly new
             texts = " ".join(c.text for c in store_.chunks() if c.doc == d)
-            assert ("Parcelo Inc." in texts) == (hashes[d] == docs[d].sha256)
+            assert ("Parcelo Inc." in texts) == (hashes[d] == docs[d].fingerprint)
         store_.close()
     done = _index_cmd(folder, workdir, store, "")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,6 +1,7 @@
 """The pipeline on PostgreSQL + pgvector: documents synced incrementally, searched in the database.
 
-``sync_pgvector`` compares each document's sha256 with the one stored: a changed document has
+``sync_pgvector`` compares each document's fingerprint (a hash of its bytes and its parsed access,
+see ``Document.fingerprint``) with the one stored: a changed document, or one whose access changed, has
 its old chunks deleted and its new ones inserted, in one transaction per document; a document
 gone from the corpus loses its chunks; an unchanged one is not touched. A process killed midway
 leaves every document either fully old or fully new, and the next run finishes the job.
@@ -16,7 +17,7 @@ import numpy as np
 from .. import config
 from ..bm25 import BM25
 from ..chunking import ChunkSettings, chunk_document
-from ..corpus import PUBLIC, corpus_stats, load_corpus
+from ..corpus import PUBLIC, load_corpus
 from ..index import IndexNotReady, access_mask, document_changes, expected_manifest, index_name
 from ..io import crash_point
 from ..models import MINILM
@@ -80,7 +81,7 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     recorded = store.get_meta("manifest")
     if recorded and _manifest_keys(json.loads(recorded)) != _manifest_keys(manifest):
         raise IndexNotReady(f"table {store.table} was built with other settings ({recorded}); drop it or use other settings")
-    changes = document_changes(store.doc_hashes(), {d.id: d.sha256 for d in docs})
+    changes = document_changes(store.doc_hashes(), {d.id: d.fingerprint for d in docs})
     todo = {d.id: d for d in docs if d.id in set(changes["added"]) | set(changes["updated"])}
     hits = misses = 0
     for doc_id in sorted(todo):
@@ -91,7 +92,7 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
         with store.transaction():
             store.delete_doc(doc.id)
             store.upsert(chunks, vectors)
-            store.set_doc_hash(doc.id, doc.sha256)
+            store.set_doc_hash(doc.id, doc.fingerprint)
         crash_point("pg-sync")
     for doc_id in changes["deleted"]:
         with store.transaction():
@@ -120,9 +121,13 @@ def load_pg_index(corpus: str = "python-docs", profile: str | None = None, setti
     if not recorded:
         raise IndexNotReady(f"no pgvector index in table {store.table}: build it with `{hint}`")
     manifest = json.loads(recorded)
-    want = expected_manifest(corpus, profile, settings, model_id or MINILM, "pgvector-hnsw" if hnsw else "pgvector")
+    docs = load_corpus(corpus, profile)
+    want = expected_manifest(corpus, profile, settings, model_id or MINILM, "pgvector-hnsw" if hnsw else "pgvector", docs)
+    if manifest.get("format") != want["format"]:
+        raise IndexNotReady(f"table {store.table} was synced by an older raglab (manifest format {manifest.get('format')}, "
+                            f"now {want['format']}; page access is now part of each page's hash): update it with `{hint}`")
     if _manifest_keys(manifest) != _manifest_keys(want):
         raise IndexNotReady(f"table {store.table} does not match these settings: rebuild it with `{hint}`")
-    if manifest["corpus_sha256"] != corpus_stats(load_corpus(corpus, profile))["sha256"]:
+    if manifest["corpus_sha256"] != want["corpus_sha256"]:
         raise IndexNotReady(f"table {store.table} is stale (the corpus has changed): update it with `{hint}`")
     return PgIndex(store, manifest)
