@@ -1,14 +1,21 @@
 """Load on the HTTP API: concurrent clients asking mixed help-center questions with public and premium tokens.
 
-Starts ``raglab serve`` (help-center corpus, small profile, extractive generator) in a
+Part ``load``: starts ``raglab serve`` (help-center corpus, small profile, extractive generator) in a
 subprocess on a free port of 127.0.0.1, asks every question once to warm the caches, then runs
 ``--clients`` concurrent clients for ``--duration`` seconds or ``--max-requests`` requests, whichever
-comes first, and stops the server by its PID.
+comes first, and stops the server by its PID. Prints requests, errors (anything but a 200; must be 0),
+throughput, latency percentiles, refusals, and how many public answers contain a premium-only fact (must be 0).
 
-    python bench/load.py [--clients 50] [--duration 20] [--max-requests 5000]
+Part ``model``: the same service with the OpenAI-compatible generator pointed at a stand-in model server
+(``raglab.fakemodel``, started here on 127.0.0.1 and stopped here) and ``--deadline`` / ``--queue-size``.
+Only questions that reach the model (not refused for weak evidence) are asked. Four phases of
+``--phase-seconds`` each (at most ``--phase-requests`` requests; a client pauses 0.2 s after a 503): a
+slow model (``--slow`` s a call, within the deadline), a stalled one (``--stalled`` s, past it), a failing
+one (HTTP 500), and the model recovered. Each prints requests served, 503s (deadline, queue full), 502s
+and p95; it fails unless every request ended within the deadline plus a second and the recovered model
+is served.
 
-Prints requests, errors (anything but a 200; must be 0), throughput, latency percentiles, refusals,
-and how many public answers contain a premium-only fact (must be 0).
+    python bench/load.py [--part load|model|both] [--clients 50] [--duration 20] [--max-requests 5000]
 """
 from __future__ import annotations
 
@@ -27,6 +34,8 @@ from pathlib import Path
 
 import httpx
 
+from raglab import traces
+from raglab.fakemodel import FakeModel
 from raglab.llm import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +66,7 @@ async def wait_ready(base: str, proc: subprocess.Popen, timeout: float) -> dict:
             if proc.poll() is not None:
                 raise RuntimeError(f"the server exited with code {proc.returncode}")
             try:
-                r = await client.get("/health", timeout=2)
+                r = await client.get("/health", timeout=2, headers={"Authorization": f"Bearer {PUBLIC_TOKEN}"})
                 if r.status_code == 200:
                     return r.json()
             except httpx.TransportError:
@@ -115,23 +124,45 @@ def stop(proc: subprocess.Popen) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--part", choices=("load", "model", "both"), default="both")
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--duration", type=float, default=20.0, help="seconds of load (default 20)")
     p.add_argument("--max-requests", type=int, default=5000)
     p.add_argument("--profile", default="small")
     p.add_argument("--ready-timeout", type=float, default=600, help="seconds to wait for start-up (an index build)")
+    p.add_argument("--model-clients", type=int, default=16, help="model part: concurrent clients (default 16)")
+    p.add_argument("--deadline", type=float, default=2.0, help="model part: the service's deadline, s (default 2)")
+    p.add_argument("--queue-size", type=int, default=8, help="model part: the service's queue (default 8)")
+    p.add_argument("--slow", type=float, default=0.5, help="model part: seconds a slow call takes (default 0.5)")
+    p.add_argument("--stalled", type=float, default=10.0, help="model part: seconds a stalled call takes (default 10)")
+    p.add_argument("--phase-seconds", type=float, default=6.0, help="model part: seconds a phase (default 6)")
+    p.add_argument("--phase-requests", type=int, default=1500, help="model part: requests a phase at most")
     args = p.parse_args()
+    failed = False
+    if args.part in ("load", "both"):
+        failed |= load_part(args)
+    if args.part in ("model", "both"):
+        failed |= model_part(args)
+    return 1 if failed else 0
 
+
+def serve_command(tmp: Path, port: int, profile: str, generator: str, *extra: str) -> list[str]:
+    """``raglab serve`` over the help center with the bench's two tokens and a private trace."""
+    tokens = tmp / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}}))
+    return [sys.executable, "-m", "raglab", "serve", "--corpus", "helpcenter", "--profile", profile,
+            "--generator", generator, "--port", str(port), "--tokens-file", str(tokens),
+            "--trace", str(tmp / "asks.jsonl"), "--log-level", "warning", *extra]
+
+
+def load_part(args) -> bool:
+    """The extractive generator under ``--clients`` clients; True when something failed."""
     pairs = workload(ROOT / "evals" / "helpcenter_golden.jsonl")
     with tempfile.TemporaryDirectory(prefix="raglab-load-") as tmp:
-        tokens = Path(tmp) / "tokens.json"
-        tokens.write_text(json.dumps({"tokens": {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}}))
         trace = Path(tmp) / "asks.jsonl"
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "raglab", "serve", "--corpus", "helpcenter", "--profile", args.profile,
-               "--generator", "extractive", "--port", str(port), "--tokens-file", str(tokens),
-               "--trace", str(trace), "--log-level", "warning"]
+        cmd = serve_command(Path(tmp), port, args.profile, "extractive")
         t = time.perf_counter()
         with open(Path(tmp) / "server.log", "w+") as log:
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -146,7 +177,7 @@ def main() -> int:
                 stop(proc)
                 log.seek(0)
                 errors_text = log.read()
-        traced = sum(1 for _ in trace.open()) if trace.exists() else 0
+        traced = sum(1 for f in traces.files(trace) for _ in f.open())   # across rotated files
 
     lat = result["latencies"]
     n = len(lat)
@@ -164,10 +195,116 @@ def main() -> int:
           f"max {max(lat) * 1000:.0f} ms")
     print(f"refused    {result['refused']} of {n}; premium facts in public answers: {result['leaks']}")
     print(f"traces     {traced} lines (warm-up + load = {len(warm['latencies']) + n})")
-    failed = bad or warm_bad or result["leaks"] or proc.returncode not in (0, -signal.SIGTERM)
+    failed = bool(bad or warm_bad or result["leaks"] or proc.returncode not in (0, -signal.SIGTERM))
     if failed and errors_text:
         print(errors_text[-3000:], file=sys.stderr)
-    return 1 if failed else 0
+    return failed
+
+
+# ---------------------------------------------------------------- a slow or failing model
+
+async def model_questions(base: str, pairs: list[tuple[str, str]], model: FakeModel) -> list[tuple[str, str]]:
+    """The pairs whose question reaches the model (the rest are refused before any model call)."""
+    kept = []
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        for question, token in pairs:
+            before = model.calls
+            r = await client.post("/ask", json={"question": question}, headers={"Authorization": f"Bearer {token}"})
+            if r.status_code == 200 and model.calls > before:
+                kept.append((question, token))
+    return kept
+
+
+async def phase(base: str, pairs: list[tuple[str, str]], clients: int, seconds: float, max_requests: int) -> dict:
+    """``clients`` clients for ``seconds`` or ``max_requests`` requests; statuses by kind and latencies."""
+    latencies: list[float] = []
+    kinds: Counter = Counter()
+    jobs = itertools.cycle(pairs)
+    issued, first_ok = 0, None
+    started = time.perf_counter()
+    stop_at = started + seconds
+
+    async def client_loop(client: httpx.AsyncClient) -> None:
+        nonlocal issued, first_ok
+        while time.perf_counter() < stop_at and issued < max_requests:
+            issued += 1
+            question, token = next(jobs)
+            t = time.perf_counter()
+            try:
+                r = await client.post("/ask", json={"question": question}, headers={"Authorization": f"Bearer {token}"})
+                kind = r.status_code if r.status_code != 503 else f"503 {r.json().get('error')}"
+            except httpx.HTTPError as exc:
+                kind = type(exc).__name__
+            latencies.append(time.perf_counter() - t)
+            kinds[kind] += 1
+            if kind == 200 and first_ok is None:
+                first_ok = time.perf_counter() - started
+            if kind != 200:
+                await asyncio.sleep(0.2)
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+        await asyncio.gather(*(client_loop(client) for _ in range(clients)))
+    return {"latencies": latencies, "kinds": kinds, "elapsed": time.perf_counter() - started, "first_ok": first_ok}
+
+
+def report_phase(name: str, result: dict) -> str:
+    """One line: requests, served, 503s by kind, 502s, p50/p95/max."""
+    lat, kinds = result["latencies"], result["kinds"]
+    other = {k: v for k, v in kinds.items() if k not in (200, 502) and not str(k).startswith("503")}
+    first = f", first 200 after {result['first_ok']:.2f} s" if result["first_ok"] is not None else ""
+    return (f"{name:<22} requests {len(lat):>5}  served {kinds[200]:>4}  503 deadline {kinds['503 deadline']:>4}  "
+            f"503 queue-full {kinds['503 queue-full']:>4}  502 {kinds[502]:>4}"
+            + (f"  other {dict(other)}" if other else "")
+            + f"  p50 {percentile(lat, 50) * 1000:.0f} ms  p95 {percentile(lat, 95) * 1000:.0f} ms  "
+              f"max {max(lat) * 1000:.0f} ms{first}")
+
+
+def model_part(args) -> bool:
+    """The service in front of a slow, a stalled and a failing model, then the model recovered; True on failure."""
+    pairs = workload(ROOT / "evals" / "helpcenter_golden.jsonl")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="raglab-load-model-") as tmp, FakeModel(mode="ok") as model:
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        cmd = serve_command(Path(tmp), port, args.profile, "openai", "--deadline", str(args.deadline),
+                            "--queue-size", str(args.queue_size))
+        env = {**os.environ, "LLM_BASE_URL": model.base_url, "LLM_MODEL": "fake", "LLM_API_KEY": "unused"}
+        with open(Path(tmp) / "server.log", "w+") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+            try:
+                asyncio.run(wait_ready(base, proc, args.ready_timeout))
+                asyncio.run(model_questions(base, pairs, model))          # warms the caches (cold: past the deadline)
+                asked = asyncio.run(model_questions(base, pairs, model))
+                for name, mode, delay in [(f"slow ({args.slow:g} s a call)", "slow", args.slow),
+                                          (f"stalled ({args.stalled:g} s a call)", "slow", args.stalled),
+                                          ("failing (HTTP 500)", "error", 0.0), ("recovered", "ok", 0.0)]:
+                    model.mode, model.delay = mode, delay
+                    results[name] = asyncio.run(phase(base, asked, args.model_clients, args.phase_seconds,
+                                                      args.phase_requests))
+            finally:
+                stop(proc)
+                log.seek(0)
+                server_log = log.read()
+    print(f"\nmodel part: raglab serve --generator openai --deadline {args.deadline:g} --queue-size {args.queue_size} "
+          f"(pid {proc.pid}, exit code {proc.returncode}) in front of a stand-in model on 127.0.0.1; "
+          f"{len(asked)} of {len(pairs)} question/token pairs reach the model; {args.model_clients} clients, "
+          f"{args.phase_seconds:g} s a phase")
+    for name, result in results.items():
+        print(report_phase(name, result))
+    longest = max(max(r["latencies"]) for r in results.values())
+    recovered = results["recovered"]
+    served_share = recovered["kinds"][200] / max(1, len(recovered["latencies"]))
+    print(f"longest request {longest:.2f} s (deadline {args.deadline:g} s)")
+    late_or_failed = recovered["kinds"]["503 deadline"] + recovered["kinds"][502]
+    print(f"after recovery: first 200 after {recovered['first_ok'] or float('nan'):.2f} s, {served_share:.0%} served, "
+          f"{late_or_failed} late or failed (the rest of the 503s: {args.model_clients} clients for 1 + "
+          f"{args.queue_size} places)")
+    failed = (longest > args.deadline + 1 or recovered["first_ok"] is None or late_or_failed
+              or results["failing (HTTP 500)"]["kinds"][502] == 0 or proc.returncode not in (0, -signal.SIGTERM))
+    if failed:
+        print(server_log[-3000:], file=sys.stderr)
+    return failed
 
 
 if __name__ == "__main__":

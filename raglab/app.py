@@ -13,6 +13,14 @@ and nothing else. A chunk the caller may not see is a 404, exactly like one that
 The assistant and its index load once, at start-up, and every question runs on one worker thread
 (the retriever keeps per-call timings and the embedding cache is an SQLite connection), so the
 event loop stays free for ``/health`` and for queueing while a question is answered.
+
+A slow or failing model must not hold every caller: at most ``queue_size`` questions wait for the
+worker (``$RAGLAB_QUEUE_SIZE``, default 64; one more is a 503 with ``Retry-After``), and each request
+has a deadline (``$RAGLAB_DEADLINE_S``, default 30 s) counted from its arrival: the model call gets
+the time left as its timeout (``raglab.guard``), so the worker is free again when the deadline
+passes, and the caller gets a 503. A model server that answers with an error or a malformed
+response is a 502 with a one-line reason. ``/health`` without a token says only that the service is
+up; with a token it adds the index, the chunks that token may see, the generator and the queue.
 """
 from __future__ import annotations
 
@@ -22,9 +30,12 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
@@ -34,7 +45,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from . import config
+from . import config, guard
 from .generate import GeneratorUnavailable
 
 log = logging.getLogger("raglab.app")
@@ -43,11 +54,37 @@ HOST = "127.0.0.1"
 MAX_QUESTION = 2000
 DEFAULT_MAX_BODY = 16_384
 TOKENS_ENV = "RAGLAB_TOKENS"
+QUEUE_ENV, DEADLINE_ENV = "RAGLAB_QUEUE_SIZE", "RAGLAB_DEADLINE_S"
+DEFAULT_QUEUE_SIZE, DEFAULT_DEADLINE_S = 64, 30.0
 
 
 def default_tokens_path() -> Path:
     """``$RAGLAB_TOKENS``, else ``config/tokens.json`` in the project."""
     return Path(os.environ.get(TOKENS_ENV) or config.PROJECT_ROOT / "config" / "tokens.json")
+
+
+def queue_size_setting(value: int | None = None) -> int:
+    """Questions that may wait for the worker: ``value``, else ``$RAGLAB_QUEUE_SIZE``, else 64."""
+    raw = value if value is not None else os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        raise ValueError(f"{QUEUE_ENV}={raw!r}: expected a whole number") from None
+    if size < 0:
+        raise ValueError(f"queue size {size}: must be 0 or more")
+    return size
+
+
+def deadline_setting(value: float | None = None) -> float:
+    """Seconds a request may take: ``value``, else ``$RAGLAB_DEADLINE_S``, else 30."""
+    raw = value if value is not None else os.environ.get(DEADLINE_ENV) or DEFAULT_DEADLINE_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ValueError(f"{DEADLINE_ENV}={raw!r}: expected a number of seconds") from None
+    if not seconds > 0 or math.isinf(seconds):
+        raise ValueError(f"deadline {seconds}: must be a positive number of seconds")
+    return seconds
 
 
 # ---------------------------------------------------------------- identity
@@ -179,6 +216,28 @@ class BodyLimit:
                          close=True)
 
 
+class NoStore:
+    """ASGI middleware: ``Cache-Control: no-store`` on every response that does not set it (answers and
+    chunks carry restricted text)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_no_store(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_no_store)
+
+
 async def _send_json(send, status: int, payload: dict, close: bool = False) -> None:
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -211,6 +270,73 @@ def _warm(assistant) -> None:
             e.model  # noqa: B018 -- the property loads it
 
 
+# ---------------------------------------------------------------- the worker
+
+class Busy(Exception):
+    """The worker's queue is full."""
+
+
+class Worker:
+    """One thread answers the questions; at most ``queue_size`` wait, and each request ends by its deadline."""
+
+    def __init__(self, queue_size: int, deadline_s: float):
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglab-ask")
+        self.queue_size, self.deadline_s = queue_size, deadline_s
+        self.pending = 0            # submitted and not finished: the one being answered and those waiting
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> tuple[Future, float]:
+        """Queue ``fn(*args)`` with a deadline from now: ``(future, deadline)``; ``Busy`` when the queue is full."""
+        at = time.monotonic() + self.deadline_s
+        with self._lock:
+            if self.pending > self.queue_size:
+                raise Busy()
+            self.pending += 1
+        try:
+            future = self.pool.submit(_with_deadline, at, fn, *args)
+        except BaseException:
+            self._done(None)
+            raise
+        future.add_done_callback(self._done)
+        return future, at
+
+    def _done(self, _future) -> None:
+        with self._lock:
+            self.pending -= 1
+
+    async def run(self, fn, *args):
+        """``fn(*args)`` on the worker; ``Busy`` or ``guard.DeadlineExceeded`` instead of waiting past the deadline."""
+        future, at = self.submit(fn, *args)
+        waiting = asyncio.wrap_future(future)
+        waiting.add_done_callback(_retrieved)   # a result nobody awaits any more is not logged as lost
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiting), max(0.0, at - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise guard.DeadlineExceeded(f"no answer within the {self.deadline_s:g} s deadline") from None
+        finally:
+            future.cancel()         # drops it if it still waits; a running call ends by the deadline itself
+
+    def retry_after(self) -> str:
+        """Seconds after which the queue has moved on: every question now waiting is answered or dropped by then."""
+        return str(max(1, math.ceil(self.deadline_s)))
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _with_deadline(at: float, fn, *args):
+    """Run ``fn(*args)`` with its model calls ending by ``at``; skip it if ``at`` passed while it waited."""
+    if time.monotonic() >= at:
+        raise guard.DeadlineExceeded("the deadline passed while the question waited")
+    with guard.deadline(at):
+        return fn(*args)
+
+
 # ---------------------------------------------------------------- the app
 
 def assistant_loader(corpus: str = "python-docs", profile: str | None = None, settings=None,
@@ -228,35 +354,44 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
 
 def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, tokens_file: str | Path | None = None,
                max_body: int = DEFAULT_MAX_BODY, *, loader: Callable | None = None, corpus: str = "python-docs",
-               profile: str | None = None) -> FastAPI:
+               profile: str | None = None, queue_size: int | None = None, deadline_s: float | None = None) -> FastAPI:
     """The HTTP app over ``assistant``, or over the one ``loader()`` returns at start-up (by default
     ``build_assistant(corpus, profile)``, with the chunking the corpus's threshold was chosen on).
 
     ``tokens`` (``{token: [group, ...]}``) wins over ``tokens_file``, which wins over ``$RAGLAB_TOKENS``
     and ``config/tokens.json``; they are read now, so a missing file fails here and not on a request.
+    ``queue_size`` and ``deadline_s`` default to ``$RAGLAB_QUEUE_SIZE`` and ``$RAGLAB_DEADLINE_S`` (64, 30 s).
     """
     caller = Caller(parse_tokens(tokens, "tokens") if tokens is not None else load_tokens(tokens_file))
     loader = loader or assistant_loader(corpus, profile)
+    queue_size, deadline_s = queue_size_setting(queue_size), deadline_setting(deadline_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raglab-ask")
+        worker = Worker(queue_size, deadline_s)
         loop = asyncio.get_running_loop()
+        a = own = None
         try:
-            app.state.assistant = assistant if assistant is not None else await loop.run_in_executor(worker, loader)
-            await loop.run_in_executor(worker, _warm, app.state.assistant)
-            app.state.worker = worker
-            a = app.state.assistant
-            log.info("raglab: index %s loaded (%d chunks, generator %s)", a.retriever.index.version,
-                     len(a.retriever.index.chunks), getattr(a.generator, "name", type(a.generator).__name__))
+            a = assistant if assistant is not None else await loop.run_in_executor(worker.pool, loader)
+            await loop.run_in_executor(worker.pool, _warm, a)
+            # while served, the generator has no retries inside a deadline, each model call ends by the
+            # request's deadline, and a model server's error is one line (raglab.guard)
+            own, a.generator = a.generator, guard.guarded(a.generator, retries=0)
+            app.state.assistant, app.state.worker = a, worker
+            index = a.retriever.index
+            log.info("raglab: index %s loaded (%d chunks, generator %s); queue %d, deadline %g s",
+                     index.version, len(index.chunks), _generator_name(a), queue_size, deadline_s)
             yield
         finally:
-            worker.shutdown(wait=True, cancel_futures=True)
+            worker.shutdown()
+            if own is not None:
+                a.generator = own
 
     app = FastAPI(title="raglab", summary="Cited answers from the documentation", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.caller = caller
     app.add_middleware(BodyLimit, max_body=max_body)
+    app.add_middleware(NoStore)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
@@ -274,17 +409,34 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         return JSONResponse({"detail": "the answer model is unavailable right now; try again later",
                              "error": "generator-unavailable"}, 503, headers={"Retry-After": "30"})
 
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy):
+        worker = request.app.state.worker
+        log.warning("raglab: queue full (%d waiting), answered 503", worker.queue_size)
+        detail = f"too many questions are waiting (queue of {worker.queue_size}); try again later"
+        return JSONResponse({"detail": detail, "error": "queue-full"}, 503,
+                            headers={"Retry-After": worker.retry_after()})
+
+    @app.exception_handler(guard.DeadlineExceeded)
+    async def late(request: Request, exc: guard.DeadlineExceeded):
+        worker = request.app.state.worker
+        log.warning("raglab: deadline: %s", exc)
+        return JSONResponse({"detail": f"no answer within the {worker.deadline_s:g} s deadline; try again later",
+                             "error": "deadline"}, 503, headers={"Retry-After": worker.retry_after()})
+
+    @app.exception_handler(guard.ModelError)
+    async def model_failed(request: Request, exc: guard.ModelError):
+        log.error("raglab: %s", exc)
+        return JSONResponse({"detail": f"the answer model failed: {exc.reason}", "error": "model-error"}, 502)
+
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception):
         log.exception("raglab: unexpected error on %s", request.url.path)
         return JSONResponse({"detail": "internal error", "error": "internal"}, 500)
 
-    async def run(request: Request, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(request.app.state.worker, fn, *args)
-
     @app.post("/ask")
     async def ask(body: AskRequest, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
-        answer = await run(request, request.app.state.assistant.ask, body.question, user or None)
+        answer = await request.app.state.worker.run(request.app.state.assistant.ask, body.question, user or None)
         return {"answer": answer.answer,
                 "citations": [{"n": c.n, "id": c.id, "doc": c.doc, "snippet": c.snippet} for c in answer.citations],
                 "refused": answer.refused, "reason": answer.reason}
@@ -299,10 +451,15 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text}
 
     @app.get("/health")
-    async def health(request: Request):
-        a = request.app.state.assistant
-        return {"status": "ok", "index_version": a.retriever.index.version, "chunks": len(a.retriever.index.chunks),
-                "generator": getattr(a.generator, "name", type(a.generator).__name__)}
+    async def health(request: Request, authorization: Annotated[str | None, Header()] = None):
+        if authorization is None:               # up or not, and nothing more, to anyone
+            return {"status": "ok"}
+        user = request.app.state.caller.groups(authorization)
+        a, worker = request.app.state.assistant, request.app.state.worker
+        index = a.retriever.index
+        return {"status": "ok", "index_version": index.version, "chunks": int(index.allowed(user or None).sum()),
+                "generator": _generator_name(a), "queue": {"size": worker.queue_size, "pending": worker.pending},
+                "deadline_s": worker.deadline_s}
 
     @app.get("/", response_class=HTMLResponse)
     async def page():
@@ -311,13 +468,18 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
     return app
 
 
+def _generator_name(assistant) -> str:
+    return getattr(assistant.generator, "name", type(assistant.generator).__name__)
+
+
 def serve(port: int = 8000, corpus: str = "python-docs", profile: str | None = None, settings=None,
           generator: str | None = None, tokens_file: str | Path | None = None, max_body: int = DEFAULT_MAX_BODY,
-          trace_path: str | Path | None = None, log_level: str = "info") -> None:
+          trace_path: str | Path | None = None, log_level: str = "info", queue_size: int | None = None,
+          deadline_s: float | None = None) -> None:
     """Run the app with uvicorn on 127.0.0.1:``port`` (never another interface) until interrupted."""
     import uvicorn
 
-    app = create_app(tokens_file=tokens_file, max_body=max_body,
+    app = create_app(tokens_file=tokens_file, max_body=max_body, queue_size=queue_size, deadline_s=deadline_s,
                      loader=assistant_loader(corpus, profile, settings, generator, trace_path))
     uvicorn.run(app, host=HOST, port=port, log_level=log_level, proxy_headers=False, server_header=False)
 

@@ -1,6 +1,7 @@
 """The HTTP app (raglab/app.py) through FastAPI's TestClient, over the help-center index of conftest."""
 import json
 import re
+import stat
 import threading
 import time
 
@@ -10,8 +11,10 @@ from fastapi.testclient import TestClient
 from raglab import app as app_module
 from raglab.app import BodyLimit, create_app, load_tokens
 from raglab.assistant import Assistant
+from raglab.cli import main
 from raglab.config import PROJECT_ROOT
-from raglab.generate import ExtractiveGenerator, GeneratorUnavailable
+from raglab.fakemodel import FakeModel
+from raglab.generate import ExtractiveGenerator, Generation, GeneratorUnavailable, OpenAIGenerator
 
 PUBLIC_TOKEN, PREMIUM_TOKEN = "test-public-token-0001", "test-premium-token-0002"
 TOKENS = {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}
@@ -228,13 +231,154 @@ def test_model_server_down_is_503_with_a_clear_message(retriever, workdir):
         assert c.get("/health").status_code == 200
 
 
+# ---------------------------------------------------------------- a slow or failing model
+
+RETURNS_QUESTION = "How many days do I have to return an item?"
+
+
+@pytest.fixture(scope="module")
+def fake_model():
+    """A stand-in OpenAI-compatible server on 127.0.0.1 (its mode is set by each test), stopped at the end."""
+    with FakeModel() as model:
+        yield model
+
+
+def _model_app(retriever, workdir, model, **kw):
+    """The app over an assistant with the OpenAI-compatible generator at its defaults (60 s timeout, 3 retries)."""
+    gen = OpenAIGenerator(base_url=model.base_url, model="fake", api_key="unused")
+    a = Assistant(retriever, gen, threshold=0.0, trace_path=workdir / "traces" / "model.jsonl")
+    return create_app(a, tokens=TOKENS, **kw)
+
+
+def test_a_slow_model_is_503_by_the_deadline_and_the_worker_is_freed(retriever, workdir, fake_model):
+    """A model taking 10 s, a 2 s deadline: 503 within 3 s, and the next request is served."""
+    fake_model.mode, fake_model.delay = "slow", 10.0
+    with TestClient(_model_app(retriever, workdir, fake_model, deadline_s=2)) as c:
+        t = time.perf_counter()
+        r = c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC)
+        took = time.perf_counter() - t
+        print(f"\nslow model: {r.status_code} after {took:.2f} s")
+        assert r.status_code == 503 and r.json()["error"] == "deadline"
+        assert int(r.headers["retry-after"]) >= 1 and "Traceback" not in r.text
+        assert took < 3.0
+        fake_model.mode = "ok"          # recovered: a worker still stuck on the slow call would miss this deadline too
+        r = c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC)
+        assert r.status_code == 200, r.text
+        assert c.get("/health", headers=PUBLIC).json()["queue"]["pending"] == 0
+
+
+@pytest.mark.parametrize("mode,reason", [("error", "HTTP 500"), ("bad-request", "HTTP 400"),
+                                         ("not-json", "malformed response"), ("no-choices", "malformed response")])
+def test_a_model_server_error_is_502_with_one_line(retriever, workdir, fake_model, mode, reason):
+    fake_model.mode = mode
+    with TestClient(_model_app(retriever, workdir, fake_model)) as c:
+        r = c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC)
+        assert r.status_code == 502 and r.headers["content-type"] == "application/json"
+        detail = r.json()["detail"]
+        assert r.json()["error"] == "model-error" and reason in detail and "\n" not in detail
+        assert "Traceback" not in r.text and fake_model.base_url not in r.text
+        fake_model.mode = "ok"
+        assert c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC).status_code == 200
+
+
+@pytest.mark.parametrize("mode,reason", [("error", "HTTP 500"), ("not-json", "malformed response")])
+def test_cli_ask_prints_one_line_for_a_model_server_error(index, fake_model, capsys, monkeypatch, mode, reason):
+    fake_model.mode = mode
+    monkeypatch.setenv("LLM_BASE_URL", fake_model.base_url)
+    monkeypatch.setenv("LLM_MODEL", "fake")
+    code = main(["ask", RETURNS_QUESTION, "--corpus", "helpcenter", "--strategy", "headings", "--prefix",
+                 "--generator", "openai", "--threshold", "0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and err.startswith("raglab: error: ") and reason in err
+
+
+class Blocking:
+    """A generator that holds the worker until released."""
+
+    name = "blocking"
+
+    def __init__(self):
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def generate(self, question, sources, refusal):
+        self.entered.set()
+        assert self.release.wait(30), "never released"
+        return Generation("Blocked, then answered [1].", self.name)
+
+
+def test_a_full_queue_is_503_with_retry_after(retriever, workdir):
+    gen = Blocking()
+    a = Assistant(retriever, gen, threshold=0.0, trace_path=workdir / "traces" / "queue.jsonl")
+    results = {}
+
+    def ask(name):
+        results[name] = c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC)
+
+    with TestClient(create_app(a, tokens=TOKENS, queue_size=1, deadline_s=60)) as c:
+        first = threading.Thread(target=ask, args=("first",))
+        first.start()
+        assert gen.entered.wait(30)                       # the worker answers the first question
+        second = threading.Thread(target=ask, args=("second",))
+        second.start()
+        waited = time.monotonic() + 30
+        while c.app.state.worker.pending < 2 and time.monotonic() < waited:
+            time.sleep(0.01)                              # the second waits in the queue (of 1)
+        r = c.post("/ask", json={"question": RETURNS_QUESTION}, headers=PUBLIC)
+        assert r.status_code == 503 and r.json()["error"] == "queue-full"
+        assert r.headers["retry-after"] == "60" and r.headers["cache-control"] == "no-store"
+        gen.release.set()
+        first.join(30)
+        second.join(30)
+    assert results["first"].status_code == results["second"].status_code == 200
+
+
+def test_queue_and_deadline_settings(monkeypatch):
+    monkeypatch.setenv("RAGLAB_QUEUE_SIZE", "3")
+    monkeypatch.setenv("RAGLAB_DEADLINE_S", "1.5")
+    assert (app_module.queue_size_setting(), app_module.deadline_setting()) == (3, 1.5)
+    assert (app_module.queue_size_setting(7), app_module.deadline_setting(4)) == (7, 4.0)
+    monkeypatch.delenv("RAGLAB_QUEUE_SIZE")
+    monkeypatch.delenv("RAGLAB_DEADLINE_S")
+    assert (app_module.queue_size_setting(), app_module.deadline_setting()) == (64, 30.0)
+    for bad in ("-1", "lots"):
+        monkeypatch.setenv("RAGLAB_QUEUE_SIZE", bad)
+        with pytest.raises(ValueError, match="RAGLAB_QUEUE_SIZE|queue size"):
+            create_app(tokens=TOKENS)
+    monkeypatch.delenv("RAGLAB_QUEUE_SIZE")
+    for bad in ("0", "soon"):
+        monkeypatch.setenv("RAGLAB_DEADLINE_S", bad)
+        with pytest.raises(ValueError, match="RAGLAB_DEADLINE_S|deadline"):
+            create_app(tokens=TOKENS)
+
+
 # ---------------------------------------------------------------- health, page, loading
 
-def test_health_needs_no_token(client, index):
+def test_health_without_a_token_says_only_that_the_service_is_up(client, index, premium_ids):
     r = client.get("/health")
-    assert r.status_code == 200
-    assert r.json() == {"status": "ok", "index_version": index.version, "chunks": len(index.chunks),
-                        "generator": "extractive"}
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    public = client.get("/health", headers=PUBLIC).json()
+    premium = client.get("/health", headers=PREMIUM).json()
+    assert public["index_version"] == premium["index_version"] == index.version
+    assert premium["chunks"] == len(index.chunks) and public["chunks"] == len(index.chunks) - len(premium_ids)
+    assert public["generator"] == "extractive" and public["deadline_s"] > 0 and public["queue"]["size"] >= 0
+    assert client.get("/health", headers={"Authorization": "Bearer not-a-known-token"}).status_code == 401
+
+
+def test_answers_and_chunks_are_never_cached(client, premium_ids, public_ids):
+    responses = [client.post("/ask", json={"question": PHONE_QUESTION}, headers=PREMIUM),
+                 client.post("/ask", json={"question": ""}, headers=PREMIUM),
+                 client.post("/ask", json={"question": "x" * 20_000}, headers=PREMIUM),
+                 client.get(_path(min(premium_ids)), headers=PREMIUM),
+                 client.get(_path(min(premium_ids)), headers=PUBLIC),
+                 client.get(_path(min(public_ids)), headers=PUBLIC)]
+    assert [r.status_code for r in responses] == [200, 422, 413, 200, 404, 200]
+    assert all(r.headers["cache-control"] == "no-store" for r in responses)
+
+
+def test_traces_of_served_answers_are_owner_only(client, hc_assistant):
+    assert client.post("/ask", json={"question": PHONE_QUESTION}, headers=PREMIUM).status_code == 200
+    assert stat.S_IMODE(hc_assistant.trace_path.stat().st_mode) == 0o600
 
 
 def test_the_page_is_self_contained(client):
@@ -288,7 +432,7 @@ def test_the_default_loader_runs_once_and_requests_do_not_pay_for_it(index, work
             times.append(time.perf_counter() - t)
             assert r.status_code == 200, r.text
         assert loaded == [index.version]
-        assert c.get("/health").json()["index_version"] == index.version
+        assert c.get("/health", headers=PUBLIC).json()["index_version"] == index.version
     print(f"\nstart-up {startup:.2f}s (index and model), requests {[round(x, 3) for x in times]}s")
 
 
