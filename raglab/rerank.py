@@ -35,17 +35,29 @@ def _reorder(hits: list[Hit], scores) -> list[Hit]:
             for n, i in enumerate(order, 1)]
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence: paragraphs cut at sentence ends, blanks trimmed.
+
+    >>> sentence_spans("First one. Second one.\\n\\nThird")
+    [(0, 10), (11, 22), (24, 29)]
+    """
+    spans = []
+    for a, b in paragraphs(text, 0, len(text)):
+        cuts = [a] + [a + e for e in sentence_ends(text[a:b])] + [b]
+        for s, e in zip(cuts, cuts[1:]):
+            piece = text[s:e]
+            if piece.strip():
+                spans.append((s + len(piece) - len(piece.lstrip()), s + len(piece.rstrip())))
+    return spans
+
+
 def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
     """The sentences of a chunk, cleaned, at most ``limit``.
 
     >>> sentences("First one. Second one.\\n\\nThird")
     ['First one.', 'Second one.', 'Third']
     """
-    out = []
-    for a, b in paragraphs(text, 0, len(text)):
-        cuts = [a] + [a + e for e in sentence_ends(text[a:b])] + [b]
-        out += [clean(text[s:e]) for s, e in zip(cuts, cuts[1:]) if clean(text[s:e])]
-    return out[:limit]
+    return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
 
 
 class SentenceMaxReranker:
