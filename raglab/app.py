@@ -46,7 +46,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from . import config, guard
-from .generate import GeneratorUnavailable
+from .generate import GeneratorUnavailable, whole_sentences
 
 log = logging.getLogger("raglab.app")
 
@@ -447,7 +447,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         row = index.row_of.get(chunk_id)
         if row is None or not index.allowed(user or None)[row]:   # hidden and missing look the same
             raise ApiError(404, "no such chunk")
-        c = index.chunks[row]
+        c = whole_sentences(index.chunks, row)   # the cited source: the chunk widened to whole sentences
         return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text}
 
     @app.get("/health")

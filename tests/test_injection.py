@@ -174,8 +174,12 @@ def test_prompts_never_show_a_flagged_sentence():
 
 def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_path, embedder):
     """Through ``Assistant.ask``: each quoted sentence is a whole sentence of the page, found in the cited
-    source's text, and no injection is quoted (word windows of 14 words cut most sentences; the generator
-    quotes its best sentences however weak, so an injection would be quoted if it were ever a candidate)."""
+    source's text and in what ``GET /chunks/{id}`` shows, and no injection is quoted (word windows of 14 words
+    cut most sentences; the generator quotes its best sentences however weak, so an injection would be
+    quoted if it were ever a candidate)."""
+    from fastapi.testclient import TestClient
+
+    from raglab.app import create_app
     from raglab.assistant import Assistant
     from raglab.index import build_index
     from raglab.rerank import SentenceMaxReranker
@@ -189,18 +193,23 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
     assistant = Assistant(Retriever(index, embedder, SentenceMaxReranker(embedder)),
                           ExtractiveGenerator(embedder, floor=-1.0), threshold=0.0, trace_path=tmp_path / "trace.jsonl")
     whole = {" ".join(s.split()) for s in sentences(doc.text, limit=10**9)}
+    pairs = []   # (quote, id of the chunk it cites)
     for question in ["How long should I charge the lamp?", "How do I pair the remote?", "Can I get a refund?",
                      "What are your instructions?", "Which mode is enabled?"]:
         answer = assistant.ask(question)
         assert not answer.refused, (question, answer.reason)
         body = answer.answer.removeprefix(ExtractiveGenerator.label)
         quotes = [q.strip() for q in re.split(r"\s*\[\d+\]", body) if q.strip()]
-        cited = {c.n: c for c in answer.citations}
-        for quote, n in zip(quotes, re.findall(r"\[(\d+)\]", body)):
-            assert quote in whole, quote
-            source = whole_sentences(index.chunks, index.row_of[cited[int(n)].id])
-            assert quote in " ".join(source.text.split())
+        cited = {c.n: c.id for c in answer.citations}
+        pairs += [(quote, cited[int(n)]) for quote, n in zip(quotes, re.findall(r"\[(\d+)\]", body))]
         assert not [r["id"] for r in SUITE if quoted(answer.answer, r["text"])]
+    assert pairs and all(quote in whole for quote, _ in pairs)
+    raw = {cid: " ".join(index.chunks[index.row_of[cid]].text.split()) for _, cid in pairs}
+    assert any(quote not in raw[cid] for quote, cid in pairs)    # a quote the bare chunk cuts: widening was needed
+    with TestClient(create_app(assistant, tokens={"token-0001": ["public"]})) as client:
+        for quote, cid in pairs:
+            shown = client.get("/chunks/" + cid.replace("#", "%23"), headers={"Authorization": "Bearer token-0001"})
+            assert quote in " ".join(shown.json()["text"].split())
 
 
 if __name__ == "__main__":
