@@ -50,21 +50,62 @@ def test_offsets_map_back_to_the_exact_document_text(both_corpora, strategy, pre
         assert c.id.startswith(c.doc + "#")
 
 
-def test_every_word_of_every_document_is_in_some_chunk(python_docs):
+def uncovered_words(doc, chunks):
+    """``(offset, word)`` of every word of ``doc`` that no chunk's span covers (underline rules aside)."""
+    covered = bytearray(len(doc.text))
+    for c in chunks:
+        covered[c.start:c.end] = b"\x01" * (c.end - c.start)
+    return [(m.start(), m.group()) for m in re.finditer(r"\S+", doc.text)
+            if not covered[m.start()] and not re.fullmatch(r"[=\-*~^]{4,}", m.group())]
+
+
+def line_at(text, pos):
+    """The offset where the line holding ``pos`` starts, and that line."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, text[start:end if end >= 0 else len(text)]
+
+
+def check_every_word_is_in_some_chunk(docs):
+    """Every word is in a chunk; with headings, a word left out must be on the line of a heading (or its
+    underline) that has no text of its own, and that heading must be in some chunk's heading path."""
     for strategy in STRATEGIES:
-        for doc in python_docs[:8]:
+        for doc in docs:
             chunks = chunk_document(doc, ChunkSettings(strategy))
-            covered = bytearray(len(doc.text))
-            for c in chunks:
-                covered[c.start:c.end] = b"\x01" * (c.end - c.start)
-            missing = [m.group() for m in re.finditer(r"\S+", doc.text)
-                       if not covered[m.start()] and not re.fullmatch(r"[=\-*~^]{4,}", m.group())]
-            if strategy == "headings":  # a heading with no text of its own is carried by its subsections' paths
-                titles = " ".join(" ".join(c.heading) for c in chunks)
-                missing = [w for w in missing if w in titles]
-                assert all(w in titles for w in missing)
-            else:
+            missing = uncovered_words(doc, chunks)
+            if strategy != "headings":
                 assert missing == [], (strategy, doc.id, missing[:5])
+                continue
+            heads = set(_independent_headings(doc.text))
+            paths = {title for c in chunks for title in c.heading}
+            for pos, word in missing:
+                start, line = line_at(doc.text, pos)
+                head, title = (start, line) if start in heads else line_at(doc.text, max(start - 1, 0))
+                assert head in heads and title.lstrip("#").strip() in paths, \
+                    (doc.id, f"{word!r} at {pos} is not in any chunk", line)
+
+
+def test_every_word_of_every_document_is_in_some_chunk(python_docs):
+    check_every_word_is_in_some_chunk(python_docs[:8])
+
+
+def test_the_coverage_check_catches_a_dropped_word(python_docs, monkeypatch):
+    import dataclasses
+
+    real = chunk_document
+
+    def drop_the_last_word(doc, settings):
+        """The heading chunker, but the document's last chunk loses its last word."""
+        chunks = real(doc, settings)
+        if settings.strategy != "headings":
+            return chunks
+        last = chunks[-1]
+        end = last.start + last.text.rstrip().rindex(last.text.split()[-1])
+        return chunks[:-1] + [dataclasses.replace(last, end=end, text=doc.text[last.start:end].rstrip())]
+
+    monkeypatch.setitem(globals(), "chunk_document", drop_the_last_word)
+    with pytest.raises(AssertionError, match="is not in any chunk"):
+        check_every_word_is_in_some_chunk(python_docs[:8])
 
 
 def _ids_digest(code: str) -> str:
