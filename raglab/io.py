@@ -106,8 +106,10 @@ def fsync_dir(path: str | Path) -> None:
 def fsync_tree(root: str | Path) -> None:
     """Flush every file under ``root``, then every folder, ``root`` last."""
     for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        for path in (os.path.join(dirpath, name) for name in filenames):
+            if os.path.islink(path):       # a link's target is not ours to sync; the link is the folder's entry
+                continue
+            fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
