@@ -74,10 +74,14 @@ class GeneratorUnavailable(RuntimeError):
 
 _TAGS = re.compile(r"<!--|-->|</?[a-z][\w-]*(?:\s[^<>]*)?/?>|^\s*\[//\]:\s*#\s*", re.I)
 _AI_NAME = (r"(?:a\.?i\.?|artificial intelligence|llms?|(?:large |ai )?language models?|ai models?|chat ?bots?"
-            r"|(?:ai |virtual |digital |chat )?assistants?|gpt[\w.-]*|copilots?|automated (?:readers?|agents?|systems?|tools?))")
-_AI = rf"(?:{_AI_NAME}|models?|bots?)"
-_ORDERS = r"(?:instructions?|rules|guidelines|guidance|directives?|prompts?|programming|guardrails|restrictions|constraints|system message)"
-_EARLIER = r"(?:previous|prior|earlier|above|preceding|original|initial|old|existing|your|its|all|any|system|safety)"
+            r"|(?:ai |virtual |digital |chat )?assistants?|gpt[\w.-]*|chatgpt|claude|gemini|copilots?|automated \w+)")
+_AI = rf"(?:{_AI_NAME}|models?|bots?|summari[sz]ers?|crawlers?|scrapers?)"
+_ORDERS = (r"(?:instructions?|rules?|guidelines?|guidance|directives?|prompts?|programming|guardrails|restrictions"
+           r"|constraints|system message)")
+_EARLIER = r"(?:previous|prior|earlier|above|preceding|original|initial|old|existing|your|its|all|any|every|system|safety)"
+# orders given before this text: "all previous instructions", "the guidance you received earlier", "every rule you were given"
+_GIVEN = (rf"(?:{_EARLIER}\b[^.;]{{0,20}}?\b{_ORDERS}|{_ORDERS} (?:that )?(?:you|you've|you have) (?:were |have been |been )?"
+          rf"(?:given|received|told|taught|got)|{_ORDERS} (?:\w+ ){{0,3}}(?:earlier|before|previously|so far))")
 _INJECTION_RULES = {
     # an AI reader addressed: "Dear assistant,", "Note to the AI:", "if you are a language model", "LLMs reading this ..."
     "addressed": re.compile(
@@ -85,17 +89,23 @@ _INJECTION_RULES = {
         rf"|\b(?:note|notice|message|warning|reminder|instructions?|memo|request)s? (?:to|for) (?:all |any |the |every )?{_AI}\b"
         rf"|\b(?:if|when|whenever|since) you(?:'re| are) (?:an?|the|some) (?:\w+ ){{0,2}}{_AI}\b|\bas an? (?:\w+ )?{_AI}, you\b"
         rf"|\b{_AI} (?:reading|answering|summari[sz]ing|processing|parsing|crawling|indexing|that reads?|which reads?|who reads?)\b"
+        rf"|\b(?:if|when|whenever|once) (?:an?|the|any|some) {_AI} (?:reads?|sees|finds|processes|parses|summari[sz]es|indexes)\b"
+        rf"|\b(?:if|when|whenever|once|as) you (?:summari[sz]e|process|parse|index|crawl|ingest|scrape) this\b"
         rf"|\b{_AI_NAME} (?:must|should|shall|need to|have to|are (?:required|instructed|asked|told) to|are to)\b"
+        rf"|\b{_AI_NAME} (?:is|are) (?:now |hereby )?(?:permitted|allowed|authori[sz]ed|free|expected|encouraged|instructed|obliged) to\b"
+        rf"|\b(?:to|for) (?:all |any |the |every )?{_AI}\s*:"
         rf"|\b{_AI} (?:instructions?|directives?|prompt)\s*:"),
     # earlier instructions dismissed ("ignore all previous instructions"), declared void, or superseded
     "override": re.compile(
         r"\b(?:ignore|disregard|forget|override|overrule|bypass|set aside|discard|abandon|skip|stop following"
-        rf"|(?:do not|don't|no longer) (?:follow|obey))\b[^.;]{{0,40}}?\b{_EARLIER}\b[^.;]{{0,20}}?\b{_ORDERS}"
+        rf"|(?:do not|don't|no longer) (?:follow|obey))\b[^.;]{{0,40}}?{_GIVEN}"
+        r"|\b(?:ignore|disregard|forget) (?:what|whatever|anything|everything) (?:\w+ ){0,3}(?:told|said to|asked of|instructed) you\b"
         r"|\bforget everything (?:you|you've|you have) (?:were |have been |been )?(?:told|given|taught|instructed)\b"
         rf"|\b{_EARLIER} {_ORDERS} (?:no longer apply|(?:do not|don't) apply|(?:are|is) (?:now )?"
         r"(?:void|outdated|obsolete|cancel+ed|revoked|replaced|suspended|lifted|invalid))"
-        r"|\b(?:supersedes?|overrides?|replaces?|takes? precedence over|outranks?|cancels?) (?:all |any )?"
-        rf"(?:your|its|the (?:assistant|model|ai|system)'s|previous|prior|earlier|original|initial)\b[^.;]{{0,25}}?\b(?:{_ORDERS}|configuration|settings)"),
+        r"|\b(?:supersedes?|overrides?|replaces?|takes? precedence over|outranks?|cancels?) (?:all |any |every )?"
+        rf"(?:your|its|the (?:assistant|model|ai|system)'s|previous|prior|earlier|original|initial)\b[^.;]{{0,25}}?\b(?:{_ORDERS}|configuration|settings)"
+        rf"|\b(?:supersedes?|overrides?|replaces?|takes? precedence over|outranks?|cancels?) {_GIVEN}"),
     # a forged chat turn or chat-template marker: "SYSTEM:", "[system]", "<|im_start|>", "### Instruction:"
     "role": re.compile(
         r"^[\W_]{0,4}(?:system|assistant|ai|(?:new|updated|real|hidden|secret|system) instructions?)\s*(?:\]|>|:)"
@@ -108,7 +118,9 @@ _INJECTION_RULES = {
         r"|^act as\b|\byou (?:will |must |should |shall |are going to )?(?:now )?act as\b|\brole-?play"
         r"|\b(?:let's|let us) (?:play|pretend|imagine)\b[^.]{0,40}\byou(?:'re| are| were| will)\b"
         rf"|\byou(?:'re| are) no longer (?:an?|the|bound|restricted|limited|required|obliged)\b[^.]{{0,30}}(?:{_AI}|{_ORDERS}|polic)"
-        r"|\byour (?:new|real|true|actual|only) (?:task|role|job|goal|objective|purpose|instructions?|persona|identity|mission)\b"
+        r"|\byour (?:new|real|true|actual|only|updated) (?:task|role|job|goal|objective|purpose|instructions?|persona|identity|mission"
+        r"|system prompt|prompt|rules)\b|\bas your (?:new |real |actual )?(?:system prompt|prompt|instructions)\b"
+        r"|\b(?:respond|reply|answer)\b[^.;]{0,40}\bas if you were (?:an?|the)\b"
         r"|\b(?:enter|enable|activate|switch to|turn on) (?:the )?(?:\w+ )?(?:maintenance|god|admin|jailbreak|dan|unrestricted|unfiltered|sudo) mode"
         r"|\byou(?:'re| are)(?: now)? in (?:the )?(?:\w+ )?(?:developer|debug|maintenance|god|admin|jailbreak|dan|unrestricted|unfiltered|sudo) mode"),
     # the hidden prompt asked for, or restricted documents in bulk
@@ -145,7 +157,7 @@ _INJECTION_RULES = {
 # other languages: a verb that dismisses and a noun for instructions, in either order (accents folded)
 _FOREIGN = {
     "fr": (r"ignore[zrs]?|oublie[zrs]?|ne tenez pas compte|ne tiens pas compte", r"instructions|consignes|regles|directives"),
-    "es": (r"ignora[rd]?|ignore|olvida[rd]?|olvide|omite|descarta", r"instrucciones|reglas|indicaciones|directrices"),
+    "es": (r"ignora[rd]?|ignore|olvida[rd]?|olvide|omite|descarta", r"instrucciones|reglas|normas|indicaciones|directrices"),
     "de": (r"ignorier\w*|vergiss|vergessen sie|missachte\w*", r"anweisung\w*|regeln|vorgaben|instruktion\w*|richtlinien"),
     "it": (r"ignora(?:re)?|dimentica(?:re)?|trascura", r"istruzioni|regole|indicazioni"),
     "pt": (r"ignor[ae]\w*|esquec\w*|esqueca|desconsider\w*", r"instrucoes|regras|orientacoes|diretrizes"),
@@ -156,12 +168,16 @@ _FOREIGN = {
     "ja": (r"無視|忘れ", r"指示|ルール|命令|規則"),
     "ko": (r"무시|잊어", r"지시|지침|규칙|명령"),
 }
-_INJECTION_RULES["language"] = re.compile("|".join(rf"(?:{v}).{{0,60}}(?:{n})|(?:{n}).{{0,60}}(?:{v})" for v, n in _FOREIGN.values()))
+# ... or "forget everything" (accents folded: olvidate, esqueca, все)
+_FORGET_ALL = r"vergiss alles|oublie[zs]? tout|olvida(?:te de)? todo|dimentica tutto|esqueca tudo|vergeet alles|забудь вс[её]|忘记一切|すべて忘れ"
+_INJECTION_RULES["language"] = re.compile("|".join([rf"(?:{v}).{{0,60}}(?:{n})|(?:{n}).{{0,60}}(?:{v})" for v, n in _FOREIGN.values()]
+                                                   + [_FORGET_ALL]))
 # A word each rule needs (every branch of it holds one): a quick test that spares most sentences the rule itself.
 _CUES = {name: re.compile(cue) for name, cue in {
-    "addressed": r"ai|a\.i|intelligence|llm|model|bot|assistant|gpt|copilot|automated",
+    "addressed": r"ai|a\.i|intelligence|llm|model|bot|assistant|gpt|claude|gemini|copilot|automated|summari|crawl|scrap"
+                 r"|process|pars|index|ingest",
     "override": r"instruction|rule|guid|directive|prompt|programming|guardrail|restriction|constraint|system message"
-                r"|forget|configuration|settings",
+                r"|forget|configuration|settings|told|said to|asked of|instruct",
     "role": r"system|assistant|ai|instruction|<\||inst\]|<<|#",
     "roleplay": r"you|pretend|act as|role|mode",
     "reveal": r"prompt|instruction|rule|guideline|message|programming|confidential|restricted|private|hidden|secret"
@@ -174,6 +190,10 @@ _CUES = {name: re.compile(cue) for name, cue in {
 }.items()}
 # text styled to be invisible to a human reader
 _HIDDEN = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])|<[a-z][^<>]*\shidden[\s>=]", re.I)
+# a chat role written as a tag, read before tags are removed: <system>, </assistant>
+_ROLE_TAG = re.compile(r"<\s*/?\s*(?:system|assistant|developer|instructions?)\s*>", re.I)
+# Cyrillic and Greek letters that look Latin, read as Latin inside a word that also has Latin letters ("ignоre")
+_LOOKALIKE = str.maketrans("аеорсухіјѕԁк" "οαει\u03baνρτυχ", "aeopcyxijsdk" "oaeikvptux")
 
 
 def normalize(text: str) -> str:
@@ -185,7 +205,8 @@ def normalize(text: str) -> str:
     """
     text = "".join(ch for ch in unicodedata.normalize("NFKD", html.unescape(text))
                    if unicodedata.category(ch) not in ("Cf", "Mn"))
-    return " ".join(_TAGS.sub(" ", text).casefold().replace("\u2019", "'").split())
+    text = " ".join(_TAGS.sub(" ", text).casefold().replace("\u2019", "'").split())
+    return re.sub(r"\w+", lambda m: m.group().translate(_LOOKALIKE) if re.search("[a-z]", m.group()) else m.group(), text)
 
 
 def instruction_like(sentence: str) -> str | None:
@@ -198,6 +219,8 @@ def instruction_like(sentence: str) -> str | None:
     """
     if _HIDDEN.search(sentence):
         return "hidden"
+    if _ROLE_TAG.search(html.unescape(sentence)):
+        return "role"
     text = normalize(sentence)
     pieces = [text] + re.split(r"(?<=[.!?])\s+", text)[1:]   # and each part after a full stop the splitter kept
     return next((name for name, rule in _INJECTION_RULES.items() if _CUES[name].search(text)
