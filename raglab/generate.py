@@ -74,7 +74,8 @@ class GeneratorUnavailable(RuntimeError):
 
 _TAGS = re.compile(r"<!--|-->|</?[a-z][\w-]*(?:\s[^<>]*)?/?>|^\s*\[//\]:\s*#\s*", re.I)
 _AI_NAME = (r"(?:a\.?i\.?|artificial intelligence|llms?|(?:large |ai )?language models?|ai models?|chat ?bots?"
-            r"|(?:ai |virtual |digital |chat )?assistants?|gpt[\w.-]*|chatgpt|claude|gemini|copilots?|automated \w+)")
+            r"|(?:ai |virtual |digital |chat )?assistants?|gpt[\w.-]*|chatgpt|claude|gemini|copilots?|automated \w+"
+            r"|(?:answering|ai|chat) system)")
 _AI = rf"(?:{_AI_NAME}|models?|bots?|summari[sz]ers?|crawlers?|scrapers?)"
 _ORDERS = (r"(?:instructions?|rules?|guidelines?|guidance|directives?|prompts?|programming|guardrails|restrictions"
            r"|constraints|system message)")
@@ -87,46 +88,49 @@ _INJECTION_RULES = {
     "addressed": re.compile(
         rf"^\W*(?:(?:dear|attention|hey|hi|hello|to|for)\s+)?(?:all |any |the )?{_AI_NAME}\s*[,:!]"
         rf"|\b(?:note|notice|message|warning|reminder|instructions?|memo|request)s? (?:to|for) (?:all |any |the |every )?{_AI}\b"
-        rf"|\b(?:if|when|whenever|since) you(?:'re| are) (?:an?|the|some) (?:\w+ ){{0,2}}{_AI}\b|\bas an? (?:\w+ )?{_AI}, you\b"
+        rf"|\b(?:if|when|whenever|since) you(?:'re| are) (?:an?|the|some) (?:\w+ ){{0,2}}{_AI}\b|\bas an? (?:\w+ ){{0,2}}{_AI},? you\b"
         rf"|\b{_AI} (?:reading|answering|summari[sz]ing|processing|parsing|crawling|indexing|that reads?|which reads?|who reads?)\b"
         rf"|\b(?:if|when|whenever|once) (?:an?|the|any|some) {_AI} (?:reads?|sees|finds|processes|parses|summari[sz]es|indexes)\b"
         rf"|\b(?:if|when|whenever|once|as) you (?:summari[sz]e|process|parse|index|crawl|ingest|scrape) this\b"
         rf"|\b{_AI_NAME} (?:must|should|shall|need to|have to|are (?:required|instructed|asked|told) to|are to)\b"
         rf"|\b{_AI_NAME} (?:is|are) (?:now |hereby )?(?:permitted|allowed|authori[sz]ed|free|expected|encouraged|instructed|obliged) to\b"
         rf"|\b(?:to|for) (?:all |any |the |every )?{_AI}\s*:"
-        rf"|\b{_AI} (?:instructions?|directives?|prompt)\s*:"),
+        rf"|\b{_AI} (?:instructions?|directives?|prompt|notes?|notices?|messages?|memo|reminder)\s*:"),
     # earlier instructions dismissed ("ignore all previous instructions"), declared void, or superseded
     "override": re.compile(
         r"\b(?:ignore|disregard|forget|override|overrule|bypass|set aside|discard|abandon|skip|stop following"
         rf"|(?:do not|don't|no longer) (?:follow|obey))\b[^.;]{{0,40}}?{_GIVEN}"
         r"|\b(?:ignore|disregard|forget) (?:what|whatever|anything|everything) (?:\w+ ){0,3}(?:told|said to|asked of|instructed) you\b"
         r"|\bforget everything (?:you|you've|you have) (?:were |have been |been )?(?:told|given|taught|instructed)\b"
-        rf"|\b{_EARLIER} {_ORDERS} (?:no longer apply|(?:do not|don't) apply|(?:are|is) (?:now )?"
-        r"(?:void|outdated|obsolete|cancel+ed|revoked|replaced|suspended|lifted|invalid))"
+        rf"|{_GIVEN} (?:no longer apply|(?:do not|don't) apply|(?:are|is) (?:now )?"
+        r"(?:void|outdated|obsolete|cancel+ed|revoked|replaced|suspended|lifted|invalid|fake|false|wrong|not valid))"
+        r"|\bfollow (?:this|these|the following) (?:page|document|text|note|comment|instructions?|rules?)\b[^.]{0,20}\binstead\b"
         r"|\b(?:supersedes?|overrides?|replaces?|takes? precedence over|outranks?|cancels?) (?:all |any |every )?"
         rf"(?:your|its|the (?:assistant|model|ai|system)'s|previous|prior|earlier|original|initial)\b[^.;]{{0,25}}?\b(?:{_ORDERS}|configuration|settings)"
         rf"|\b(?:supersedes?|overrides?|replaces?|takes? precedence over|outranks?|cancels?) {_GIVEN}"),
     # a forged chat turn or chat-template marker: "SYSTEM:", "[system]", "<|im_start|>", "### Instruction:"
     "role": re.compile(
         r"^[\W_]{0,4}(?:system|assistant|ai|(?:new|updated|real|hidden|secret|system) instructions?)\s*(?:\]|>|:)"
-        r"|<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>|^#+\s*(?:instruction|system|response)s?\b"),
+        r"|<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>|^#+\s*(?:instruction|system|response)s?\b"
+        r"|^\W*(?:begin |start )?new (?:directive|prompt|instructions?|system ?prompt)s?\b[^.:]{0,40}:|\bbegin new (?:prompt|instructions?)\b"),
     # the reader cast in a role: "you are now ...", "pretend you are", "from now on you", "your new task"
     "roleplay": re.compile(
         r"\byou(?:'re| are) now (?:an?|the|in|called|named|known|my|free|unrestricted|unfiltered|jailbroken|\w+bot)\b"
+        r"|\byou(?:'re| are) (?:now )?(?:an?|the) (?:\w+ ){0,3}(?:bot|chatbot|assistant|ai|llm|language model)\b|\bjailbr(?:eak|oken)"
         r"|\bfrom now on,? (?:you|your|act|respond|answer|reply|behave|always|only)\b"
         r"|\bpretend (?:that )?you(?:'re| are| were)\b|\bpretend to be (?:an?|the) (?:\w+ )?(?:ai|model|assistant|bot)"
         r"|^act as\b|\byou (?:will |must |should |shall |are going to )?(?:now )?act as\b|\brole-?play"
         r"|\b(?:let's|let us) (?:play|pretend|imagine)\b[^.]{0,40}\byou(?:'re| are| were| will)\b"
         rf"|\byou(?:'re| are) no longer (?:an?|the|bound|restricted|limited|required|obliged)\b[^.]{{0,30}}(?:{_AI}|{_ORDERS}|polic)"
         r"|\byour (?:new|real|true|actual|only|updated) (?:task|role|job|goal|objective|purpose|instructions?|persona|identity|mission"
-        r"|system prompt|prompt|rules)\b|\bas your (?:new |real |actual )?(?:system prompt|prompt|instructions)\b"
+        r"|system ?prompt|prompt|rules)\b|\bas your (?:new |real |actual )?(?:system ?prompt|prompt|instructions)\b"
         r"|\b(?:respond|reply|answer)\b[^.;]{0,40}\bas if you were (?:an?|the)\b"
         r"|\b(?:enter|enable|activate|switch to|turn on) (?:the )?(?:\w+ )?(?:maintenance|god|admin|jailbreak|dan|unrestricted|unfiltered|sudo) mode"
         r"|\byou(?:'re| are)(?: now)? in (?:the )?(?:\w+ )?(?:developer|debug|maintenance|god|admin|jailbreak|dan|unrestricted|unfiltered|sudo) mode"),
     # the hidden prompt asked for, or restricted documents in bulk
     "reveal": re.compile(
         r"\b(?:reveal|disclose|leak|expose|print|output|repeat|show|display|dump|recite|share|tell|give|send|list"
-        r"|write out|spell out|paste|copy|translate)\b[^.;]{0,40}?\b(?:system prompt|(?:your|the) (?:hidden|secret|internal"
+        r"|write out|spell out|paste|copy|translate)\b[^.;]{0,40}?\b(?:system ?prompt|(?:your|the) (?:hidden|secret|internal"
         r"|initial|original|system|confidential|real) (?:instructions|prompt|rules|guidelines|message)|your (?:instructions|prompt|programming))"
         r"|\b(?:reveal|disclose|leak|expose|dump|recite|output|repeat|print|write out|spell out)\b[^.;]{0,40}?\b(?:"
         r"(?:confidential|restricted|private|hidden|secret) (?:documents?|data|content|text|information|pages?|files?|records)"
@@ -137,7 +141,8 @@ _INJECTION_RULES = {
         r"\b(?:do not|don't|never|without) (?:tell|inform|alert|notify)(?:ing)? (?:the )?(?:user|human|reader)s? (?:about|that you|of this)\b"
         r"|\b(?:do not|don't|never|without) let(?:ting)? (?:the )?(?:user|human|reader)s? (?:know|see|notice|find out)\b"
         r"|\b(?:keep|hide) (?:this|these|it) (?:\w+ )?from (?:the )?(?:user|human|reader)s?\b"
-        r"|\b(?:do not|don't|never) (?:mention|reveal|disclose|acknowledge) (?:this|these) (?:note|notice|message|instruction|text|comment)s?\b"),
+        r"|\b(?:do not|don't|never|must not|mustn't|should not|shouldn't|may not|cannot|can't) (?:mention|reveal|disclose"
+        r"|acknowledge|repeat) (?:this|these) (?:note|notice|message|instruction|text|comment)s?\b"),
     # every answer dictated: "whatever the question", "in every answer you give", "tell whoever asks"
     "answer": re.compile(
         r"\b(?:every|each|all|any) (?:answer|response|reply|summary)s? (?:you|that you)\b"
@@ -147,21 +152,26 @@ _INJECTION_RULES = {
         r"|\b(?:tell|inform) (?:whoever|anyone who|everyone who|any user|every user)\b|\b(?:whatever|regardless of) the (?:question|user)\b"
         r"|\b(?:do not|don't|never) cite\b|\bcite (?:this|the|these)\b[^.]{0,40}\binstead\b"
         r"|\b(?:include|append|add|insert|embed|render)\b[^.;]{0,40}\b(?:image|pixel|markdown)\b[^.;]{0,40}\b(?:your|every|each) "
-        r"(?:repl(?:y|ies)|responses?|answers?|summary|output)|!\[[^\]]*\]\(https?://[^)\s]*\?"),
+        r"(?:repl(?:y|ies)|responses?|answers?|summary|output)|!\[[^\]]*\]\(https?://[^)\s]*\?"
+        r"|\b(?:send|post|forward|upload|submit|transmit|leak)\b[^.;]{0,30}\b(?:the|this|each|every|their|the user's) "
+        r"(?:question|conversation|query|chat|prompt)s?\b[^.;]{0,30}https?://"
+        r"|\b(?:respond|reply|answer)\b[^.;]{0,20}\b(?:without|with no) (?:any )?(?:limits|restrictions|filters|rules|censorship)\b"),
     # protections declared off
     "disabled": re.compile(
-        r"\b(?:safety|access|content|moderation) (?:checks?|filters?|controls?|restrictions?|guardrails|policies|protections?|filtering)"
-        r" (?:are|is|have been|has been|were|was) (?:now |temporarily |all )?"
-        r"(?:off|disabled|lifted|removed|suspended|turned off|bypassed|deactivated|not enforced)"),
+        r"\b(?:safety|access|content|moderation) (?:checks?|filters?|controls?|restrictions?|guardrails|policies|protections?|filtering"
+        r"|layers?|systems?)(?: (?:are|is|have been|has been|were|was) (?:now |temporarily |all )?|,? )"
+        r"(?:off|offline|disabled|lifted|removed|suspended|turned off|bypassed|deactivated|not enforced)\b"),
 }
 # other languages: a verb that dismisses and a noun for instructions, in either order (accents folded)
 _FOREIGN = {
-    "fr": (r"ignore[zrs]?|oublie[zrs]?|ne tenez pas compte|ne tiens pas compte", r"instructions|consignes|regles|directives"),
-    "es": (r"ignora[rd]?|ignore|olvida[rd]?|olvide|omite|descarta", r"instrucciones|reglas|normas|indicaciones|directrices"),
-    "de": (r"ignorier\w*|vergiss|vergessen sie|missachte\w*", r"anweisung\w*|regeln|vorgaben|instruktion\w*|richtlinien"),
-    "it": (r"ignora(?:re)?|dimentica(?:re)?|trascura", r"istruzioni|regole|indicazioni"),
-    "pt": (r"ignor[ae]\w*|esquec\w*|esqueca|desconsider\w*", r"instrucoes|regras|orientacoes|diretrizes"),
-    "nl": (r"negeer|vergeet", r"instructies|regels|richtlijnen"),
+    "fr": (r"ignore[zrs]?|oublie[zrs]?|ne tenez pas compte|ne tiens pas compte|ne (?:suivez|suis) plus|(?:arretez|cessez) de suivre",
+           r"instructions|consignes|regles|directives"),
+    "es": (r"ignora[rd]?|ignore|olvida[rd]?|olvide|omite|descarta|deja de seguir|no sigas",
+           r"instrucciones|reglas|normas|indicaciones|directrices"),
+    "de": (r"ignorier\w*|vergiss|vergessen sie|missachte\w*|befolge nicht mehr|folge nicht mehr", r"anweisung\w*|regeln|vorgaben|instruktion\w*|richtlinien"),
+    "it": (r"ignora(?:re)?|dimentica(?:re)?|trascura|smetti di seguire|non seguire piu", r"istruzioni|regole|indicazioni"),
+    "pt": (r"ignor[ae]\w*|esquec\w*|esqueca|desconsider\w*|(?:pare|deixe) de seguir", r"instrucoes|regras|orientacoes|diretrizes"),
+    "nl": (r"negeer|vergeet|volg niet (?:langer|meer)", r"instructies|regels|richtlijnen"),
     "pl": (r"zignoruj|ignoruj|zapomnij", r"instrukcj\w*|polecen\w*|zasad\w*|regu\w*"),
     "ru": (r"игнориру\w*|забудь\w*|не обращаи", r"инструкци\w*|правил\w*|указани\w*"),
     "zh": (r"忽略|无视|忽视|忘记|不要理会", r"指令|指示|说明|规则|提示"),
@@ -175,17 +185,17 @@ _INJECTION_RULES["language"] = re.compile("|".join([rf"(?:{v}).{{0,60}}(?:{n})|(
 # A word each rule needs (every branch of it holds one): a quick test that spares most sentences the rule itself.
 _CUES = {name: re.compile(cue) for name, cue in {
     "addressed": r"ai|a\.i|intelligence|llm|model|bot|assistant|gpt|claude|gemini|copilot|automated|summari|crawl|scrap"
-                 r"|process|pars|index|ingest",
+                 r"|process|pars|index|ingest|answering|chat",
     "override": r"instruction|rule|guid|directive|prompt|programming|guardrail|restriction|constraint|system message"
-                r"|forget|configuration|settings|told|said to|asked of|instruct",
-    "role": r"system|assistant|ai|instruction|<\||inst\]|<<|#",
-    "roleplay": r"you|pretend|act as|role|mode",
+                r"|forget|configuration|settings|told|said to|asked of|instruct|follow",
+    "role": r"system|assistant|ai|instruction|directive|prompt|<\||inst\]|<<|#",
+    "roleplay": r"you|pretend|act as|role|mode|jailbr",
     "reveal": r"prompt|instruction|rule|guideline|message|programming|confidential|restricted|private|hidden|secret"
               r"|text|content|document|page|password",
     "conceal": r"user|human|reader|note|notice|message|instruction|text|comment",
-    "answer": r"answer|respons|repl|summar|ask|inquir|whoever|anyone who|everyone who|any user|every user|whatever"
+    "answer": r"answer|respon|repl|summar|ask|inquir|whoever|anyone who|everyone who|any user|every user|whatever|http"
               r"|regardless|cite|image|pixel|markdown|!\[",
-    "disabled": r"check|filter|control|restriction|guardrail|polic|protection",
+    "disabled": r"check|filter|control|restriction|guardrail|polic|protection|layer|system",
     "language": "|".join(v for v, _ in _FOREIGN.values()),
 }.items()}
 # text styled to be invisible to a human reader
@@ -206,6 +216,7 @@ def normalize(text: str) -> str:
     text = "".join(ch for ch in unicodedata.normalize("NFKD", html.unescape(text))
                    if unicodedata.category(ch) not in ("Cf", "Mn"))
     text = " ".join(_TAGS.sub(" ", text).casefold().replace("\u2019", "'").split())
+    text = re.sub(r"\b(?:\w ){3,}\w\b", lambda m: m.group().replace(" ", ""), text)   # s p a c e d letters
     return re.sub(r"\w+", lambda m: m.group().translate(_LOOKALIKE) if re.search("[a-z]", m.group()) else m.group(), text)
 
 
