@@ -207,3 +207,25 @@ def test_two_builds_at_once_both_finish_and_leave_one_usable_index(folder, root)
     results = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in results]
     assert usable(load(folder, root)) and leftovers(root) == []
+
+
+
+def test_every_file_and_the_folder_are_synced_before_the_switch(folder, root, monkeypatch):
+    events, real_fsync, real_rename = [], os.fsync, os.rename
+
+    def fsync(fd):
+        events.append(("sync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def rename(src, dest):
+        events.append(("rename", str(src), str(dest)))
+        real_rename(src, dest)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    index = build(folder, root)
+    switch = next(i for i, e in enumerate(events) if e[0] == "rename" and e[2] == str(index.path))
+    tmp = events[switch][1]
+    synced = {e[1] for e in events[:switch] if e[0] == "sync"}
+    assert {f"{tmp}/{name}" for name in ("chunks.jsonl", "dense.faiss", "bm25.npz", "manifest.json")} | {tmp} <= synced
+    assert ("sync", str(root)) in events[switch:]
