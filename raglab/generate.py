@@ -111,7 +111,7 @@ _INJECTION_RULES = {
     # a forged chat turn or chat-template marker: "SYSTEM:", "[system]", "<|im_start|>", "### Instruction:"
     "role": re.compile(
         r"^[\W_]{0,4}(?:system|assistant|ai|(?:new|updated|real|hidden|secret|system) instructions?)\s*(?:\]|>|:)"
-        r"|<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>|^#+\s*(?:instruction|system|response)s?\b"
+        r"|<\|[a-z_]+\|>|\[/?inst\]|^#+\s*(?:instruction|system|response)s?\b"
         r"|^\W*(?:begin |start )?new (?:directive|prompt|instructions?|system ?prompt)s?\b[^.:]{0,40}:|\bbegin new (?:prompt|instructions?)\b"),
     # the reader cast in a role: "you are now ...", "pretend you are", "from now on you", "your new task"
     "roleplay": re.compile(
@@ -200,8 +200,8 @@ _CUES = {name: re.compile(cue) for name, cue in {
 }.items()}
 # text styled to be invisible to a human reader
 _HIDDEN = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])|<[a-z][^<>]*\shidden[\s>=]", re.I)
-# a chat role written as a tag, read before tags are removed: <system>, </assistant>
-_ROLE_TAG = re.compile(r"<\s*/?\s*(?:system|assistant|developer|instructions?)\s*>", re.I)
+# a chat role written as a tag, read before tags are removed: <system>, </assistant>, <<SYS>>
+_ROLE_TAG = re.compile(r"<\s*/?\s*(?:system|assistant|developer|instructions?)\s*>|<</?sys>>", re.I)
 # Cyrillic and Greek letters that look Latin, read as Latin inside a word that also has Latin letters ("ignоre")
 _LOOKALIKE = str.maketrans("аеорсухіјѕԁк" "οαει\u03baνρτυχ", "aeopcyxijsdk" "oaeikvptux")
 
