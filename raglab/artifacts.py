@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -121,14 +122,32 @@ def run_command(argv: list[str], name: str, where: Path | None = None) -> str:
     return text
 
 
+# A sentence ends at its punctuation (closing quotes and brackets allowed) before a space; a paragraph
+# or block ends at a blank line.
+SENTENCE_BOUNDARY = re.compile(r"[.!?:;][\"')\]]*(?=\s)|\n[ \t]*\n")
+FOLLOWING_MAX = 5000
+
+
+def following(text: str, end: int) -> str:
+    r"""The text after offset ``end`` up to its first sentence end or blank line, at most ``FOLLOWING_MAX``
+    characters (so the checker can see whether a chunk ends mid-sentence, even in hard-wrapped text).
+
+    >>> following("One two\nthree. Four.", 3)
+    ' two\nthree.'
+    """
+    stop = min(len(text), end + FOLLOWING_MAX)
+    m = SENTENCE_BOUNDARY.search(text, end, stop)
+    return text[end:m.end() if m else stop]
+
+
 def save_chunks(chunks_by: dict, docs, name: str = "m1_chunks.jsonl", where: Path | None = None) -> Path:
-    """Every chunk of every chunking, with its id, its source document and the character right
-    after it (so the checker can see whether a chunk ends mid-sentence)."""
+    """Every chunk of every chunking, with its id, its source document and the text that follows it
+    up to the next sentence end or blank line (``following``)."""
     text = {d.id: d.text for d in docs}
     source = {d.id: d.source for d in docs}
     return save_jsonl(name, ({"chunking": label, "id": c.id, "doc": c.doc, "source": source.get(c.doc),
                               "heading": list(c.heading), "start": c.start, "end": c.end, "text": c.text,
-                              "after": text[c.doc][c.end:c.end + 1]}
+                              "following": following(text[c.doc], c.end)}
                              for label, chunks in chunks_by.items() for c in chunks), where)
 
 

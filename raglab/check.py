@@ -15,9 +15,11 @@ from . import artifacts
 from .generate import REFUSAL
 from .io import atomic_open
 
-# A heading-aware chunk may end at sentence punctuation (closing quotes and brackets allowed) or
-# at the end of a line or of the document; anything else cuts a sentence (or a table row) in half.
-SENTENCE_END = re.compile(r"[.!?:;][\"')\]]*\s*$")
+# A heading-aware chunk ends cleanly at sentence punctuation (closing quotes and brackets allowed),
+# before a blank line or at the document's end. A line end proves nothing: the docs are hard-wrapped.
+# The chunker may cut inside one sentence or block only when it alone is longer than the window.
+SENTENCE_END = re.compile(r"[.!?:;][\"')\]]*$")
+TABLE_ROW = re.compile(r"(?:^|\n)[ \t]*(?:\||\+[-=])[^\n]*$")     # the last line is a grid or pipe table row
 # The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three
 # questions of thirty.
 MATERIAL_SPREAD = 0.10
@@ -89,14 +91,44 @@ def chunks_have_ids(a: Artifacts):
     return True, f"{len(rows)} chunks over {len(seen)} chunkings, each with a unique id and a source"
 
 
+def window(label: str) -> int:
+    """The window in words of a chunking label such as ``headings 150/30 +prefix``."""
+    m = re.search(r"(\d+)/\d+", label)
+    if not m:
+        raise ValueError(f"m1_chunks.jsonl: chunking {label!r} does not give its window (like 'headings 150/30')")
+    return int(m.group(1))
+
+
+def cut_in_half(text: str, following: str, size: int) -> str | None:
+    r"""What a chunk's end cuts in half ('a table', 'a sentence'), or None if it ends cleanly or inside
+    one sentence or block longer than ``size`` words; ``following`` runs to the next boundary.
+
+    >>> cut_in_half("It returns the\nvalue", "\nof x.", 150), cut_in_half("It returns x.", " Then", 150)
+    ('a sentence', None)
+    """
+    if not following.strip():                     # a blank line or the document's end follows
+        return None
+    if TABLE_ROW.search(text):
+        return "a table"
+    if SENTENCE_END.search(text):
+        return None
+    starts = [m.end() for m in artifacts.SENTENCE_BOUNDARY.finditer(text)]
+    unit = text[starts[-1] if starts else 0:] + following
+    return None if len(unit.split()) > size else "a sentence"
+
+
 def clean_cuts(a: Artifacts):
-    rows = [r for r in a.jsonl("m1_chunks.jsonl") if r["chunking"].startswith("headings")]
+    rows = [(n, r) for n, r in enumerate(a.jsonl("m1_chunks.jsonl"), 1) if r["chunking"].startswith("headings")]
     if not rows:
         return False, "no heading-aware chunks in m1_chunks.jsonl"
-    cut = [r["id"] for r in rows if not (SENTENCE_END.search(r["text"]) or r.get("after", "") in ("", "\n"))]
-    if cut:
-        return False, f"{len(cut)} of {len(rows)} heading-aware chunks end mid-sentence, e.g. {cut[0]}"
-    return True, f"all {len(rows)} heading-aware chunks end at a sentence, a line or the document's end"
+    for n, r in rows:
+        what = cut_in_half(r["text"], r["following"], window(r["chunking"]))
+        if what:
+            return False, f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts {what} in half " \
+                          f"(ends {r['text'][-30:]!r}, then {r['following'][:30]!r})"
+    long = sum(bool(r["following"].strip()) and not SENTENCE_END.search(r["text"]) for _, r in rows)
+    return True, f"all {len(rows)} heading-aware chunks end at a sentence, a blank line or the document's end" + \
+        (f", or ({long}) inside one sentence or block longer than the window" if long else "")
 
 
 # ---------------------------------------------------------------- milestones 2 and 3
@@ -205,12 +237,17 @@ def failures_read(a: Artifacts):
 
 def no_leaks(a: Artifacts):
     access = a.section("access")
-    total = sum(n for modes in access["leaks"].values() for n in modes.values())
-    backends = ", ".join(access["leaks"])
-    if total:
-        return False, f"{total} restricted chunks reached a public user ({backends})"
-    return True, f"{access['questions']} questions x {len(next(iter(access['leaks'].values())))} modes on " \
-                 f"{backends}: no restricted chunk reached a public user"
+    leaks, questions = access["leaks"], access["questions"]
+    if not (leaks and all(leaks.values()) and questions):
+        return False, f"the leak check checked nothing ({questions} questions, backends and modes {leaks})"
+    counts = [modes[m] for modes in leaks.values() for m in modes]
+    if not all(isinstance(n, int) and n >= 0 for n in counts):
+        raise ValueError(f"{a.where / artifacts.RESULTS}: leak counts must be whole numbers, got {counts}")
+    backends = ", ".join(leaks)
+    if sum(counts):
+        return False, f"{sum(counts)} restricted chunks reached a public user ({backends})"
+    return True, f"{questions} questions in {len(counts)} backend and mode pairs ({backends}): " \
+                 "no restricted chunk reached a public user"
 
 
 def bakeoff_decided(a: Artifacts):

@@ -1,12 +1,14 @@
 """The instructor's rubric: it passes on the project's own artifacts, and each broken copy fails
 the criterion it breaks, for the reason it was broken, and no other."""
 import json
+import re
 import shutil
 
 import pytest
 
 from raglab import artifacts
-from raglab.check import CRITERIA, check, run_check
+from raglab.check import CRITERIA, Artifacts, _guard, check, clean_cuts, no_leaks, run_check
+from raglab.chunking import ChunkSettings, chunk_corpus
 from raglab.cli import main
 
 
@@ -71,14 +73,76 @@ def test_a_duplicate_chunk_id_fails(copy):
 
 
 def test_a_heading_chunk_cut_mid_sentence_fails(copy):
-    from raglab.check import clean_cuts
-
     def cut(rows):
         r = next(r for r in rows if r["chunking"].startswith("headings") and len(r["text"]) > 200)
-        r["text"], r["after"] = r["text"][:101].rstrip() + " mid", "d"
+        r["text"], r["following"] = r["text"][:101].rstrip() + " mid", "dle of a word."
         return rows
     edit_jsonl(copy / "m1_chunks.jsonl", cut)
-    assert "1 of" in only_failure(copy, clean_cuts) and "end mid-sentence" in only_failure(copy, clean_cuts)
+    assert "cuts a sentence in half" in only_failure(copy, clean_cuts)
+
+
+HARD_WRAP = re.compile(r"[a-z,]\n[ \t]*[a-z]")     # a line end inside a sentence of a wrapped paragraph
+
+
+def cut_at_a_line_end(r):
+    """Cut a chunk at a line end in the middle of one of its sentences (what a careless chunker does)."""
+    m = HARD_WRAP.search(r["text"], len(r["text"]) // 3)
+    end = m.start() + 1
+    r["text"], r["following"] = r["text"][:end], artifacts.following(r["text"], end)
+    return r
+
+
+def test_a_heading_chunk_cut_at_a_hard_wrapped_line_end_fails(copy):
+    def cut(rows):
+        r = next(r for r in rows if r["chunking"].startswith("headings") and HARD_WRAP.search(r["text"], len(r["text"]) // 3))
+        cut_at_a_line_end(r)
+        return rows
+    edit_jsonl(copy / "m1_chunks.jsonl", cut)
+    assert "cuts a sentence in half" in only_failure(copy, clean_cuts)
+
+
+@pytest.fixture(scope="module")
+def m1(python_docs, tmp_path_factory):
+    """The small profile's heading-aware chunks saved as notebook 01 saves them, and the page texts."""
+    where = tmp_path_factory.mktemp("m1")
+    chunks_by = {s.label(): chunk_corpus(python_docs, s) for s in (ChunkSettings("headings"),
+                                                                    ChunkSettings("headings", prefix=True))}
+    artifacts.save_chunks(chunks_by, python_docs, where=where)
+    return where / "m1_chunks.jsonl", {d.id: d.text for d in python_docs}
+
+
+def clean_cuts_of(rows, tmp_path):
+    artifacts.save_jsonl("m1_chunks.jsonl", rows, tmp_path)
+    return _guard("1", "clean cuts", lambda: clean_cuts(Artifacts(tmp_path)))
+
+
+def test_the_chunkers_own_cuts_pass(m1, tmp_path):
+    path, _ = m1
+    verdict = clean_cuts_of(artifacts.load_jsonl(path.name, path.parent), tmp_path)
+    assert verdict.passed, verdict.why
+    assert "inside one sentence or block longer than the window" in verdict.why   # the chunker's allowed cuts
+
+
+def test_a_cut_at_a_hard_wrapped_line_end_fails(m1, tmp_path):
+    path, texts = m1
+    rows = artifacts.load_jsonl(path.name, path.parent)
+    n, r = next((n, r) for n, r in enumerate(rows, 1) if r["id"] == "library/json.txt#basic-usage:1")
+    assert r["following"] == artifacts.following(texts[r["doc"]], r["end"])
+    cut_at_a_line_end(r)
+    assert r["following"].startswith("\n") and r["following"].strip()      # a line end, and the sentence goes on
+    verdict = clean_cuts_of(rows, tmp_path)
+    assert not verdict.passed and f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts a sentence in half" in verdict.why
+
+
+def test_a_chunk_that_ends_inside_a_table_fails(m1, tmp_path):
+    path, texts = m1
+    rows = artifacts.load_jsonl(path.name, path.parent)
+    row_end = re.compile(r"\|\n(?=[ \t]*[+|])")                      # a table row with another row below it
+    n, r = next((n, r) for n, r in enumerate(rows, 1) if row_end.search(r["text"]))
+    end = row_end.search(r["text"]).start() + 1
+    r["text"], r["following"] = r["text"][:end], artifacts.following(r["text"], end)
+    verdict = clean_cuts_of(rows, tmp_path)
+    assert not verdict.passed and f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts a table in half" in verdict.why
 
 
 def test_too_few_questions_in_the_fused_top_20_fail(copy):
@@ -172,12 +236,25 @@ def test_a_failure_without_a_stage_fails(copy):
 
 
 def test_a_leak_fails(copy):
-    from raglab.check import no_leaks
-
     def leak(access):
         access["leaks"]["pgvector"]["bm25"] = 1
     edit_results(copy, "access", leak)
     assert "1 restricted chunks reached a public user" in only_failure(copy, no_leaks)
+
+
+@pytest.mark.parametrize("leaks,questions", [({}, 12), ({"FAISS": {}, "pgvector": {}}, 12),
+                                              ({"FAISS": {"dense": 0}}, 0)])
+def test_a_leak_check_that_checked_nothing_fails(leaks, questions, tmp_path):
+    artifacts.save_json(artifacts.RESULTS, {"access": {"leaks": leaks, "questions": questions}}, tmp_path)
+    verdict = _guard("access", "no leaks", lambda: no_leaks(Artifacts(tmp_path)))
+    assert not verdict.passed and "the leak check checked nothing" in verdict.why
+
+
+def test_an_empty_leak_table_fails(copy):
+    edit_results(copy, "access", lambda access: access.update(leaks={}))
+    assert "checked nothing" in only_failure(copy, no_leaks)
+    edit_results(copy, "access", lambda access: access.update(leaks={"FAISS": {}, "pgvector": {}}))
+    assert "checked nothing" in only_failure(copy, no_leaks)
 
 
 def test_a_bakeoff_without_spread_or_winner_fails(copy):

@@ -1,44 +1,142 @@
 """The write-up: every section of the course's template, every number read from the results file."""
+import copy
+import difflib
 import json
 import re
 
 import pytest
 
-from raglab import artifacts
+from raglab import artifacts, report as report_module
 from raglab.cli import main
-from raglab.report import CHARTS, write_report
+from raglab.report import CHARTS, build_markdown, write_report
 
 SECTIONS = ["Use case and users", "Corpus", "System", "Evaluation set", "Results", "Failure analysis",
             "Risks and next steps", "Stretch experiments"]
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
 
 
-def numbers_in(obj, out=None):
-    """Every number in a JSON value: numeric values, and numbers written inside keys and strings."""
-    out = [] if out is None else out
+# Words of the template that hold a digit but no measurement: the names of a metric and an encoding,
+# the model's token limit in a column name, how many retrieved ids a table shows, the cost table's units,
+# its interval's name and what a question refused before any model call costs.
+LABELS = ("UTF-8", "nDCG@10", "share over 256 tokens", "retrieved (top 3)", "$/1,000", "per 1,000 questions",
+          "[95% CI]", "(0 tokens)")
+DIGIT = re.compile(r"\d")
+SHIFTABLE = re.compile("(" + "|".join(map(re.escape, LABELS)) + r")|\d")
+
+
+def printed(markdown: str) -> list[str]:
+    """The numbers of a report, in order (signs are printed apart), labels aside."""
+    for label in LABELS:
+        markdown = markdown.replace(label, "")
+    return NUMBER.findall(markdown)
+
+
+def fields(obj, path=()):
+    """``(path, container, key, kind)`` of every field a printed number can come from: numbers, flags
+    (counted), lists (their length), and strings or keys with digits in them."""
+    for k, v in list(obj.items() if isinstance(obj, dict) else enumerate(obj)):
+        if isinstance(obj, dict) and DIGIT.search(k):
+            yield path + (k,), obj, k, "key"
+        if isinstance(v, (dict, list)):
+            if isinstance(v, list) and v:
+                yield path + (k,), obj, k, "length"
+            yield from fields(v, path + (k,))
+        elif v is not None:
+            kind = "flag" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "text"
+            if kind != "text" or DIGIT.search(v):
+                yield path + (k,), obj, k, kind
+
+
+def values_of(obj, key, kind) -> list[float]:
+    """What a number printed from a field may be: its value, its length, a number written in it."""
+    if kind in ("text", "key"):
+        return [float(x) for x in NUMBER.findall(key if kind == "key" else obj[key])]
+    return [len(obj[key]) if kind == "length" else float(obj[key])]
+
+
+def _shift(text: str) -> str:
+    """``text`` with every digit changed, labels aside."""
+    return SHIFTABLE.sub(lambda m: m.group(1) or str((int(m.group()) + 3) % 10), text)
+
+
+def _rekey(obj: dict, rename) -> None:
+    """Rename ``obj``'s keys in place, keeping their order (tables are printed in it)."""
+    items = list(obj.items())
+    obj.clear()
+    obj.update((rename(k), v) for k, v in items)
+
+
+def _rename_metrics(obj, old: str, new: str) -> None:
+    """Rename every key holding ``old``, e.g. ``recall@5`` when k changes from 5."""
     if isinstance(obj, dict):
-        for k, v in obj.items():
-            numbers_in(k, out)
-            numbers_in(v, out)
-    elif isinstance(obj, list):
-        for v in obj:
-            numbers_in(v, out)
-    elif isinstance(obj, bool) or obj is None:
-        pass
-    elif isinstance(obj, (int, float)):
-        out.append(float(obj))
-    elif isinstance(obj, str):
-        out.extend(float(m) for m in NUMBER.findall(obj))
-    return out
+        _rekey(obj, lambda k: k.replace(old, new))
+    for v in obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ():
+        _rename_metrics(v, old, new)
 
 
-def found(text: str, values: list[float]) -> bool:
-    """A number as printed (signs are printed apart) matches a value rounded to the printed precision,
-    or the value as a percentage."""
+def perturb(obj, key, kind):
+    """Change one field in place so that any number printed from it changes; returns the undo."""
+    if kind == "key":
+        _rekey(obj, lambda k: _shift(k) if k == key else k)
+        return lambda: _rekey(obj, lambda k: key if k == _shift(key) else k)
+    v = obj[key]
+    obj[key] = {"length": lambda: v + [copy.deepcopy(v[-1])], "flag": lambda: not v, "text": lambda: _shift(v),
+                "number": lambda: v + 7 if isinstance(v, int) else v + 1.1234}[kind]()
+    return lambda: obj.__setitem__(key, v)
+
+
+def render(results: dict, charts: list[str]) -> list[str] | None:
+    """The report's numbers, or None when these results cannot be rendered (a field the report looks up by name)."""
+    try:
+        return printed(build_markdown(results, charts))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def changed_positions(base: list[str], now: list[str]) -> list[int]:
+    """Which of the report's numbers changed (by position; aligned when rows came or went)."""
+    if len(base) == len(now):
+        return [i for i, (a, b) in enumerate(zip(base, now)) if a != b]
+    ops = difflib.SequenceMatcher(None, base, now, autojunk=False).get_opcodes()
+    return [i for tag, i1, i2, _, _ in ops if tag != "equal" for i in range(i1, i2)]
+
+
+def provenance(results: dict, charts: list[str]) -> tuple[list[str], list[list]]:
+    """Each printed number and the fields of ``results`` it comes from: changing one field at a time,
+    the numbers that change with it are the ones printed from it."""
+    base = render(results, charts)
+    owners = [[] for _ in base]
+    for path, obj, key, kind in list(fields(results)):
+        values = values_of(obj, key, kind)
+        undo = perturb(obj, key, kind)
+        try:
+            now = render(results, charts)
+            if now is None and kind == "number" and isinstance(obj[key], int):   # k also names metrics (recall@5)
+                _rename_metrics(results, f"@{values[0]:g}", f"@{obj[key]}")
+                now = render(results, charts)
+                _rename_metrics(results, f"@{obj[key]}", f"@{values[0]:g}")
+        finally:
+            undo()
+        for i in changed_positions(base, now) if now is not None else ():
+            owners[i].append((path, kind, values))
+    return base, owners
+
+
+def matches(text: str, owners: list) -> bool:
+    """A number as printed matches a field it comes from, rounded to the printed precision (or as a
+    percentage), or the total of those fields (a sum, a count of flags or of rows)."""
     x = float(text)
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    tol = 0.5 * 10 ** -decimals + 1e-9
-    return any(abs(abs(v) - x) <= tol or abs(abs(100 * v) - x) <= tol for v in values)
+    tol = 0.5 * 10 ** -(len(text.split(".")[1]) if "." in text else 0) + 1e-9
+    singles = [v for _, _, values in owners for v in values]
+    totals = [sum(values[0] for _, k, values in owners if k == kind) for kind in ("number", "flag", "length")]
+    return any(abs(abs(v) - x) <= tol or abs(abs(100 * v) - x) <= tol for v in singles + totals)
+
+
+def strays(results: dict, charts: list[str]) -> list[str]:
+    """Printed numbers that no field explains: read from nowhere, or not equal to what they were read from."""
+    base, owners = provenance(results, charts)
+    return [f"#{i} {n}: " + ("read from no field" if not own else f"not the value of {[p for p, _, _ in own][:3]}")
+            for i, (n, own) in enumerate(zip(base, owners)) if not own or not matches(n, own)]
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +159,20 @@ def test_every_section_of_the_template_is_there(report):
     assert "Not run" not in md                                                   # every experiment ran
 
 
-def test_every_number_is_read_from_the_results_file(report):
-    md, _, results, _ = report
-    values = numbers_in(results)
-    printed = NUMBER.findall(md)
-    assert len(printed) > 100
-    stray = [n for n in printed if not found(n, values)]
-    assert not stray, f"numbers not in the results file: {stray[:20]}"
+def test_every_number_is_read_from_the_field_it_shows(report):
+    md, _, results, where = report
+    charts = [n for n in CHARTS if (where / f"{n}.png").exists()]
+    assert printed(md) == render(results, charts) and len(printed(md)) > 100
+    assert not strays(results, charts)
+
+
+def test_a_number_typed_into_the_template_is_caught(report, monkeypatch):
+    _, _, results, _ = report
+    typed = report_module._evalset(results)       # the section as it reads today, frozen: the next run changes nothing
+    monkeypatch.setattr(report_module, "_evalset", lambda r: typed)
+    found = strays(results, [])
+    n = results["evaluation"]["evalset"]["questions"]
+    assert f"{n}: read from no field" in " ".join(found) and len(found) == len(printed("\n".join(typed)))
 
 
 def test_a_changed_result_changes_the_report(project_artifacts, tmp_path):
