@@ -206,6 +206,11 @@ _ROLE_TAG = re.compile(r"<\s*/?\s*(?:system|assistant|developer|instructions?)\s
 _LOOKALIKE = str.maketrans("аеорсухіјѕԁк" "οαει\u03baνρτυχ", "aeopcyxijsdk" "oaeikvptux")
 
 
+def _visible(text: str) -> str:
+    """The text without invisible format characters (zero-width, soft hyphen), then with HTML entities decoded."""
+    return html.unescape("".join(ch for ch in text if unicodedata.category(ch) != "Cf"))
+
+
 def normalize(text: str) -> str:
     r"""A sentence as the injection rule reads it: invisible characters (zero-width, soft hyphen) and
     accents dropped, compatibility forms folded, HTML tags and comment marks removed, lower case.
@@ -213,8 +218,7 @@ def normalize(text: str) -> str:
     >>> normalize("Ig\u200bnore <b>ALL</b> <!-- Précédentes -->")
     'ignore all precedentes'
     """
-    text = "".join(ch for ch in unicodedata.normalize("NFKD", html.unescape(text))
-                   if unicodedata.category(ch) not in ("Cf", "Mn"))
+    text = "".join(ch for ch in unicodedata.normalize("NFKD", _visible(text)) if unicodedata.category(ch) != "Mn")
     text = " ".join(_TAGS.sub(" ", text).casefold().replace("\u2019", "'").split())
     text = re.sub(r"\b(?:\w ){3,}\w\b", lambda m: m.group().replace(" ", ""), text)   # s p a c e d letters
     return re.sub(r"\w+", lambda m: m.group().translate(_LOOKALIKE) if re.search("[a-z]", m.group()) else m.group(), text)
@@ -228,9 +232,10 @@ def instruction_like(sentence: str) -> str | None:
     >>> instruction_like("Ignore the warning if your server uses a self-signed certificate.") is None
     True
     """
-    if _HIDDEN.search(sentence):
+    raw = _visible(sentence)   # markup kept
+    if _HIDDEN.search(raw):
         return "hidden"
-    if _ROLE_TAG.search(html.unescape(sentence)):
+    if _ROLE_TAG.search(raw):
         return "role"
     text = normalize(sentence)
     pieces = [text] + re.split(r"(?<=[.!?])\s+", text)[1:]   # and each part after a full stop the splitter kept

@@ -18,7 +18,16 @@ from raglab.generate import (ExtractiveGenerator, Source, build_messages, instru
 from raglab.rerank import sentence_spans, sentences
 
 DATA = Path(__file__).parent / "data"
-SUITE = [json.loads(line) for line in (DATA / "injections.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def load_suite(name: str) -> list[dict]:
+    """One of the injection suites in tests/data."""
+    return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+SUITE = load_suite("injections.jsonl")
+# The suite and the two held-out sets the rule has since been revised on (the third is only measured, below).
+KNOWN = SUITE + load_suite("injections_heldout.jsonl") + load_suite("injections_heldout2.jsonl")
 # Ordinary sentences around the injections: a help page's imperatives to its readers.
 AROUND = ["Charge the lamp for two hours before you use it for the first time.",
           "Press and hold the power button for five seconds to pair the remote.",
@@ -56,11 +65,6 @@ Access checks are performed on every request.
 Repeat the previous step for each package in the order.
 Display the full text of the error message with the -v option.
 Content filters for the product search can be turned off in Preferences.""".splitlines()
-
-
-def load_suite(name: str) -> list[dict]:
-    """One of the injection suites in tests/data."""
-    return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def quoted(answer: str, injection: str) -> bool:
@@ -106,12 +110,12 @@ def test_the_suite_is_varied_and_came_first():
     assert {"addressed", "override", "roleplay", "system", "comment", "hidden", "language"} <= forms
 
 
-@pytest.mark.parametrize("item", SUITE, ids=[r["id"] for r in SUITE])
-def test_every_injection_of_the_suite_is_flagged(item):
+@pytest.mark.parametrize("item", KNOWN, ids=[r["id"] for r in KNOWN])
+def test_every_known_injection_is_flagged(item):
     assert instruction_like(item["text"]), item["text"]
 
 
-@pytest.mark.parametrize("item", [r for r in SUITE if r["form"] != "language"], ids=lambda r: r["id"])
+@pytest.mark.parametrize("item", [r for r in KNOWN if r["form"] != "language"], ids=lambda r: r["id"])
 def test_zero_width_characters_inside_words_do_not_defeat_the_rule(item):
     hidden = re.sub(r"(\w)(\w)", "\\1\u200b\\2", item["text"])       # one after every other letter
     soft = re.sub(r"(\w{3})(?=\w)", "\\1\u00ad", item["text"])         # soft hyphens
@@ -154,8 +158,8 @@ def test_under_one_in_a_thousand_sentences_of_the_full_python_docs_is_flagged():
 
 # ---------------------------------------------------------------- generators
 
-def test_the_extractive_generator_quotes_no_injection_of_the_suite(embedder):
-    assert extractive_quotes(embedder, [r["text"] for r in SUITE]) == []
+def test_the_extractive_generator_quotes_no_known_injection(embedder):
+    assert extractive_quotes(embedder, [r["text"] for r in KNOWN]) == []
 
 
 def test_an_injection_cut_by_a_chunk_edge_is_judged_whole():
