@@ -69,8 +69,9 @@ class GeneratorUnavailable(RuntimeError):
 # does something no documentation sentence needs to do: address an AI reader, dismiss earlier
 # instructions, forge a chat role, cast the reader in a role, ask for the hidden prompt or for
 # restricted documents, keep something from "the user", dictate every answer, claim that safety is off,
-# or hide itself from human readers. Measured on tests/data/injections.jsonl (written before the rule)
-# and on every sentence of both bundled corpora (tests/test_injection.py).
+# or hide itself from human readers. Measured on tests/data/injections.jsonl (written before the rule),
+# on held-out sets written after each revision (tests/data/README.md) and on every sentence of both
+# bundled corpora (tests/test_injection.py; ``python tests/test_injection.py`` prints the numbers).
 
 _TAGS = re.compile(r"<!--|-->|</?[a-z][\w-]*(?:\s[^<>]*)?/?>|^\s*\[//\]:\s*#\s*", re.I)
 _AI_NAME = (r"(?:a\.?i\.?|artificial intelligence|llms?|(?:large |ai )?language models?|ai models?|chat ?bots?"
