@@ -8,15 +8,15 @@ that is not a retrieved source, no valid citation, or a number, e-mail or URL fo
 """
 from __future__ import annotations
 
-import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import config
+from . import config, traces
 from .corpus import PUBLIC
 from .generate import (REFUSAL, Source, attribute, build_messages, check_citations, is_refusal, prompt_text,
-                       ungrounded)
+                       ungrounded, whole_sentences)
 from .rerank import evidence_strength
 
 # Chosen from data by `choose_threshold` (notebook 04 plots it; a test recomputes both): the evidence
@@ -27,6 +27,8 @@ THRESHOLDS = {"python-docs": 0.607, "helpcenter": 0.669}
 # The chunking each threshold was chosen on (and the assistant's default for that corpus).
 CHUNKINGS = {"python-docs": ("words", False), "helpcenter": ("headings", True)}
 DEFAULT_THRESHOLD = THRESHOLDS["python-docs"]
+_TRACE_WARNED: set[str] = set()   # trace paths whose failed write was already logged
+log = logging.getLogger("raglab.assistant")
 
 
 def threshold_for(corpus: str) -> float:
@@ -94,7 +96,8 @@ class Assistant:
         timings["retrieve"] = round((time.perf_counter() - started) * 1000 - self.retriever.timings_ms.get("rerank", 0), 2)
         timings["rerank"] = self.retriever.timings_ms.get("rerank", 0.0)
         index = self.retriever.index
-        sources = [Source(n, index.chunks[index.row_of[h.id]]) for n, h in enumerate(hits, 1)]
+        # each source widened to whole sentences of its document: nothing is judged or quoted from a cut edge
+        sources = [Source(n, whole_sentences(index.chunks, index.row_of[h.id])) for n, h in enumerate(hits, 1)]
         retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
         strength = evidence_strength(hits)
         prompt, raw, attributed = None, "", False
@@ -161,9 +164,12 @@ class Assistant:
         got (or, for the extractive generator, the one a model would get) and what was said."""
         record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "user_groups": sorted(set(user or ()) | {PUBLIC}),
                   "prompt": prompt, **answer.to_dict()}
-        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.trace_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        try:   # owner-only and rotated (raglab.traces); a failed write never fails the answer
+            traces.append(self.trace_path, record)
+        except (OSError, ValueError, TypeError) as exc:
+            if str(self.trace_path) not in _TRACE_WARNED:
+                _TRACE_WARNED.add(str(self.trace_path))
+                log.warning("raglab: cannot write the trace %s (%s); answers go on without traces", self.trace_path, exc)
 
 
 def choose_threshold(answerable: list[float], unanswerable: list[float], tolerance: float = 0.02) -> tuple[float, float]:

@@ -24,7 +24,8 @@ import warnings
 
 from . import config
 from .chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
-from .corpus import CorpusError, CorpusWarning, corpus_stats, fetch_python_docs, load_corpus
+from .corpus import (CorpusError, CorpusWarning, corpus_stats, fetch_python_docs, folder_settings, load_corpus,
+                     page_access)
 from .io import write_jsonl
 
 
@@ -35,12 +36,16 @@ def _emit(args, data: dict, lines: list[str]) -> None:
 
 def cmd_corpus_info(args) -> int:
     docs = load_corpus(args.corpus, args.profile)
-    stats = {"corpus": args.corpus, "profile": config.profile(args.profile), **corpus_stats(docs)}
+    stats = {"corpus": args.corpus, "profile": config.profile(args.profile), **corpus_stats(docs),
+             "folder_settings": folder_settings(docs), "pages": page_access(docs)}
     lines = [f"corpus     {args.corpus} (profile {stats['profile']})",
              f"documents  {stats['documents']:,}",
              f"words      {stats['words']:,}",
              f"characters {stats['characters']:,}",
-             "access     " + ", ".join(f"{g}: {n}" for g, n in stats["access_groups"].items())]
+             "access     " + ", ".join(f"{g}: {n}" for g, n in stats["access_groups"].items())
+             + " (each page's access: --json)"]
+    lines += [f"settings   {path}: default_access {', '.join(s['default_access'])}"
+              for path, s in stats["folder_settings"].items()]
     _emit(args, stats, lines)
     return 0
 
@@ -118,7 +123,10 @@ def cmd_search(args) -> int:
 
 
 def cmd_ask(args) -> int:
+    from .guard import guarded
+
     assistant = _assistant(args, build=False)
+    assistant.generator = guarded(assistant.generator)   # a model server's error is one line, not a traceback
     answer = assistant.ask(args.query, _user(args))
     lines = [answer.answer, ""]
     lines += [f"[{c.n}] {c.id}  ({c.heading})" for c in answer.citations]
@@ -188,7 +196,7 @@ def cmd_serve(args) -> int:
     from .app import serve
 
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
-          trace_path=args.trace, log_level=args.log_level)
+          trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline)
     return 0
 
 
@@ -346,6 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--generator", choices=("extractive", "openai"),
                      help="default: openai when LLM_BASE_URL is set, else extractive")
     srv.add_argument("--trace", help="append the JSONL traces here (default .raglab/traces/asks.jsonl)")
+    srv.add_argument("--queue-size", type=int, metavar="N",
+                     help="questions that may wait for the worker; one more is a 503 (default $RAGLAB_QUEUE_SIZE or 64)")
+    srv.add_argument("--deadline", type=float, metavar="S",
+                     help="seconds a request may take, model call included; then 503 (default $RAGLAB_DEADLINE_S or 30)")
     srv.add_argument("--log-level", default="info")
     srv.set_defaults(func=cmd_serve)
 

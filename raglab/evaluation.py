@@ -89,6 +89,47 @@ def load_golden(path: str | Path, docs=None) -> list[Question]:
     return questions
 
 
+SPLITS = ("dev", "test")
+
+
+def validate_golden(path: str | Path, docs) -> list[Question]:
+    """Load a golden set and check it against its corpus; one ``ValueError`` lists every problem as ``file:line``.
+
+    Opt-in, stricter than ``load_golden(path, docs)``: every evidence document exists and holds its
+    quote (whitespace folded); an unanswerable question's ``absent`` terms occur in no document
+    (case-insensitive); ``split``, where given, is ``dev`` or ``test``. Returns the questions.
+    """
+    questions = load_golden(path)                    # structure first: ids, types, evidence presence
+    docs = list(docs)
+    by_id = {d.id: d for d in docs}
+    folded: dict[str, str] = {}
+    lowered = [d.text.lower() for d in docs]
+    problems = []
+    lines = [(n, line) for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    for (lineno, line), q in zip(lines, questions):
+        rec, where = json.loads(line), f"{path}:{lineno}: {q.id}"
+        for n, ev in enumerate(q.evidence):
+            doc = by_id.get(ev["doc"])
+            if doc is None:
+                problems.append(f"{where}: evidence[{n}] document {ev['doc']!r} is not in the corpus")
+            elif ev.get("quote"):
+                text = folded.setdefault(doc.id, fold(doc.text))
+                if fold(ev["quote"]) not in text:
+                    problems.append(f"{where}: evidence[{n}] quote not found in {doc.id}: {ev['quote'][:70]!r}")
+        for term in rec.get("absent") or ():
+            if q.type != "unanswerable":
+                problems.append(f"{where}: 'absent' is only for unanswerable questions")
+                break
+            found = [d.id for d, low in zip(docs, lowered) if term.lower() in low]
+            if found:
+                problems.append(f"{where}: absent term {term!r} occurs in {', '.join(found[:3])}")
+        if "split" in rec and rec["split"] not in SPLITS:
+            problems.append(f"{where}: field 'split' is {rec['split']!r}, not one of {', '.join(SPLITS)}")
+    if problems:
+        raise ValueError(f"{len(problems)} problem(s) in {path}:\n" + "\n".join(problems))
+    return questions
+
+
 def supports(chunk: Chunk, evidence: dict) -> bool:
     """Does this chunk hold the evidence item (same document, and the quote if one is given)?"""
     if chunk.doc != evidence["doc"]:
@@ -359,11 +400,11 @@ STAGE_EXPLAINED = {
 def failure_cases(board: dict, trace_path: str | Path, n: int = 5) -> list[dict]:
     """``n`` failures of a scored run, spread over the stages, each traced: what the question
     needed, what the trace of its answer shows (retrieved chunks, evidence strength, the answer
-    or the refusal's reason) and the stage it failed at."""
-    from .io import read_jsonl
+    or the refusal's reason) and the stage it failed at. The trace is read across its rotated files."""
+    from . import traces as trace_files
 
     golden = {q.id: q for q in load_golden(board["golden"])}
-    traces = {t["question"]: t for t in read_jsonl(trace_path)}   # the latest trace of each question
+    traces = {t["question"]: t for t in trace_files.read(trace_path)}   # the latest trace of each question
     queues = {stage: list(ids) for stage, ids in board["failures"].items() if ids}
     picked: list[tuple[str, str]] = []
     while len(picked) < n and any(queues.values()):

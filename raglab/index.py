@@ -18,12 +18,12 @@ import numpy as np
 from . import config
 from .bm25 import BM25
 from .chunking import Chunk, ChunkSettings, chunk_corpus
-from .corpus import PUBLIC, corpus_stats, load_corpus
-from .io import atomic_dir, crash_point, read_jsonl, write_jsonl
+from .corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
+from .io import LOCK_WAIT, Busy, atomic_dir, atomic_open, crash_point, read_jsonl, recover_dir, write_jsonl
 from .models import MINILM
 from .stores import FaissStore
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2   # 2: each page's access is in the corpus hash (indexes of format 1 may say public)
 
 
 class IndexNotReady(RuntimeError):
@@ -93,14 +93,15 @@ def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_
     corpus_hash = corpus_stats(docs)["sha256"]
     key = json.dumps([corpus, profile, corpus_hash, chunking, model_id, kind], sort_keys=True)
     return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
-            "chunking": chunking, "model": model_id, "kind": kind,
+            "chunking": chunking, "model": model_id, "kind": kind, "folder_settings": folder_settings(docs),
             "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
 
 
 def build_index(corpus: str = "python-docs", profile: str | None = None,
                 settings: ChunkSettings = ChunkSettings(), embedder=None, kind: str = "flat",
-                root: Path | None = None) -> Index:
-    """Chunk, embed (through the content-hash cache), index, and save atomically."""
+                root: Path | None = None, lock_timeout: float = LOCK_WAIT) -> Index:
+    """Chunk, embed (through the content-hash cache), index, and save atomically; another build of
+    the same index holding its lock is waited for up to ``lock_timeout`` seconds."""
     from .embeddings import Embedder
 
     profile = config.profile(profile)
@@ -115,22 +116,33 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     dense.add(vectors)
     bm25 = BM25([c.indexed_text for c in chunks])
     manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats,
-                    documents={d.id: d.sha256 for d in docs})
+                    documents={d.id: d.fingerprint for d in docs})
     dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
-    manifest["changes"] = document_changes(_previous_documents(dest), manifest["documents"])
-    with atomic_dir(dest) as tmp:
-        write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
-        crash_point("index-write")
-        dense.save(tmp / "dense.faiss")
-        bm25.save(tmp / "bm25.npz")
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    try:
+        with atomic_dir(dest, lock_timeout) as tmp:
+            manifest["changes"] = document_changes(_previous_documents(dest), manifest["documents"])
+            _write_files(tmp, manifest, chunks, dense, bm25)
+    except Busy as exc:
+        raise IndexNotReady(f"{exc}; run `{_rebuild_hint(corpus, profile, settings, kind)}` once it has finished") from None
     return Index(dest, manifest, chunks, dense, bm25)
+
+
+def _write_files(folder: Path, manifest: dict, chunks: list[Chunk], dense: FaissStore, bm25: BM25) -> None:
+    """The index's files, the manifest last, with a crash point after each (for the crash tests)."""
+    write_jsonl(folder / "chunks.jsonl", (c.to_dict() for c in chunks))
+    crash_point("index-write")
+    dense.save(folder / "dense.faiss")
+    crash_point("index-dense")
+    bm25.save(folder / "bm25.npz")
+    crash_point("index-bm25")
+    with atomic_open(folder / "manifest.json") as fh:
+        json.dump(manifest, fh, indent=2)
 
 
 def _previous_documents(path: Path) -> dict[str, str]:
     """The document hashes recorded by the index at ``path`` (empty if there is none)."""
     try:
-        return json.loads((path / "manifest.json").read_text()).get("documents", {})
+        return _manifest((path / "manifest.json").read_text()).get("documents", {})
     except (OSError, ValueError):
         return {}
 
@@ -162,21 +174,40 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
     model_id = model_id or MINILM
     path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
     hint = _rebuild_hint(corpus, profile, settings, kind)
+    recover_dir(path)                  # a build killed between its two renames left the previous index aside
     if not (path / "manifest.json").exists():
         raise IndexNotReady(f"no index at {path}: build it with `{hint}`")
-    manifest = json.loads((path / "manifest.json").read_text())
+    manifest = _read(path, "manifest.json", hint, lambda p: _manifest(p.read_text()))
     want = expected_manifest(corpus, profile, settings, model_id, kind)
     keys = ("format", "corpus", "profile", "chunking", "model", "kind") + (() if allow_stale else ("corpus_sha256",))
     for key in keys:
         if manifest.get(key) != want[key]:
             what = "the corpus has changed since" if key == "corpus_sha256" else f"{key} is {manifest.get(key)!r}, not {want[key]!r}:"
             raise IndexNotReady(f"index at {path} does not match: {what} it was built; rebuild it with `{hint}`")
-    chunks = [Chunk.from_dict(r) for r in read_jsonl(path / "chunks.jsonl")]
-    dense = FaissStore.load(path / "dense.faiss", kind)
-    bm25 = BM25.load(path / "bm25.npz")
-    if not len(chunks) == len(dense) == bm25.n_docs == manifest["n_chunks"]:
+    chunks = _read(path, "chunks.jsonl", hint, lambda p: [Chunk.from_dict(r) for r in read_jsonl(p)])
+    dense = _read(path, "dense.faiss", hint, lambda p: FaissStore.load(p, kind))
+    bm25 = _read(path, "bm25.npz", hint, BM25.load)
+    if not len(chunks) == len(dense) == bm25.n_docs == manifest.get("n_chunks"):
         raise IndexNotReady(f"index at {path} is inconsistent (chunks, vectors and BM25 rows differ): rebuild it with `{hint}`")
     return Index(path, manifest, chunks, dense, bm25)
+
+
+def _manifest(text: str) -> dict:
+    """A manifest's JSON object (anything else is an error)."""
+    manifest = json.loads(text)
+    if not isinstance(manifest, dict):
+        raise ValueError(f"a JSON {type(manifest).__name__}, not an object")
+    return manifest
+
+
+def _read(path: Path, name: str, hint: str, load):
+    """``load(path / name)``; a file that cannot be read is ``IndexNotReady`` naming it and the rebuild command."""
+    try:
+        return load(path / name)
+    except Exception as exc:           # a truncated or corrupt file raises whatever its parser raises
+        why = (str(exc).strip().splitlines() or [""])[-1][:200]
+        raise IndexNotReady(f"index at {path}: {name} cannot be read ({type(exc).__name__}: {why}); "
+                            f"rebuild it with `{hint}`") from exc
 
 
 def open_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
