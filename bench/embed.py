@@ -19,7 +19,7 @@ import numpy as np
 from raglab.chunking import ChunkSettings, chunk_corpus, load_tokenizer, token_lengths
 from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder, EmbeddingCache
-from raglab.models import minilm_path, quiet_loading
+from raglab.packaged_models import minilm_path, quiet_loading
 
 
 def timed(fn) -> tuple[float, object]:

@@ -35,8 +35,8 @@ from pathlib import Path
 import httpx
 
 from raglab import traces
-from raglab.fakemodel import FakeModel
-from raglab.llm import free_port
+from raglab.packaged_models import free_port
+from raglab.surfaces.fakemodel import FakeModel
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_TOKEN, PREMIUM_TOKEN = "bench-public-token-0001", "bench-premium-token-0002"

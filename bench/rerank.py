@@ -13,10 +13,10 @@ from raglab import config
 from raglab.chunking import ChunkSettings
 from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder, EmbeddingCache
-from raglab.evaluation import load_golden, per_question
-from raglab.index import open_index
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.scoreboard import per_question
 from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever
+from raglab.retrieval import Retriever, open_index
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ import numpy as np
 from raglab.chunking import ChunkSettings, chunk_corpus
 from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder
-from raglab.stores import FaissStore
+from raglab.stores.faiss_store import FaissStore
 from raglab.stores.pgvector_store import PgVectorStore, database, stop_embedded
 
 K, PUBLIC = 10, ["public"]

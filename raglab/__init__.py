@@ -1,6 +1,6 @@
 """raglab: the reusable steps of a cited RAG assistant over technical documentation."""
-from .chunking import Chunk, ChunkSettings, chunk_corpus, chunk_document
-from .corpus import CorpusError, CorpusWarning, Document, load_corpus
+from raglab.chunking import Chunk, ChunkSettings, chunk_corpus, chunk_document
+from raglab.corpus import CorpusError, CorpusWarning, Document, load_corpus
 
 __all__ = ["Chunk", "ChunkSettings", "CorpusError", "CorpusWarning", "Document",
            "chunk_corpus", "chunk_document", "load_corpus"]

@@ -13,11 +13,28 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import config, traces
-from .corpus import PUBLIC
-from .generate import (REFUSAL, Source, attribute, build_messages, check_citations, is_refusal, prompt_text,
-                       ungrounded, whole_sentences)
-from .rerank import evidence_strength
+from raglab import config, traces
+from raglab.bm25 import K1, B
+from raglab.chunking import ChunkSettings
+from raglab.corpus import PUBLIC
+from raglab.embeddings import Embedder
+from raglab.fusion import RRF_K
+from raglab.generate import (
+    DEFAULT_BASE_URL,
+    REFUSAL,
+    ExtractiveGenerator,
+    OpenAIGenerator,
+    Source,
+    attribute,
+    build_messages,
+    check_citations,
+    is_refusal,
+    prompt_text,
+    ungrounded,
+    whole_sentences,
+)
+from raglab.rerank import evidence_strength, make_reranker
+from raglab.retrieval import CANDIDATES, Retriever, get_index
 
 # Chosen from data by `choose_threshold` (notebook 04 plots it; a test recomputes both): the evidence
 # strength that best separates each shipped golden set's answerable questions from its unanswerable
@@ -136,10 +153,6 @@ class Assistant:
     def describe(self) -> dict:
         """The system in numbers and names, for the write-up: chunking, embedding model, index,
         BM25, fusion, reranker, prompt, generator and where it runs, refusal threshold."""
-        from .bm25 import B, K1
-        from .fusion import RRF_K
-        from .generate import DEFAULT_BASE_URL
-        from .retrieval import CANDIDATES
 
         index, embedder = self.retriever.index, self.retriever.embedder
         m = index.manifest
@@ -206,12 +219,6 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     """
     import os
 
-    from .chunking import ChunkSettings
-    from .embeddings import Embedder
-    from .generate import ExtractiveGenerator, OpenAIGenerator
-    from .index import get_index
-    from .rerank import make_reranker
-    from .retrieval import Retriever
 
     if settings is None:
         strategy, prefix = CHUNKINGS.get(corpus, ("words", False))

@@ -24,19 +24,18 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable
 
-from .corpus import Document
+from raglab.corpus import Document
+from raglab.packaged_models import MINILM_MAX_TOKENS, minilm_path
+from raglab.text import blank_rules, clean, paragraphs, sentence_ends
 
 STRATEGIES = ("words", "chars", "large", "headings")
 DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30)}
 UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words"}
 
-_RULE = re.compile(r"[=\-*~^]{4,}")          # the course's cleaning: reST underline rules
 _WORD = re.compile(r"\S+")
 _UNDERLINE = re.compile(r"([=\-*~^\"+#`'.:_])\1{2,}")
 _MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_SENT_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
-_ABBREV = {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "approx.", "fig.", "al."}
 
 
 @dataclass(frozen=True)
@@ -95,47 +94,10 @@ class ChunkSettings:
 
 # ---------------------------------------------------------------- text helpers
 
-def blank_rules(text: str) -> str:
-    """Replace reST underline rules by spaces of the same length, so offsets are kept.
-
-    >>> blank_rules("Title\\n=====\\nBody")
-    'Title\\n     \\nBody'
-    """
-    return _RULE.sub(lambda m: " " * len(m.group()), text)
-
-
-def clean(text: str) -> str:
-    """Indexed form of a chunk's text: underline rules removed, whitespace folded.
-
-    >>> clean("Title\\n=====\\n\\nSome   text.")
-    'Title Some text.'
-    """
-    return " ".join(_RULE.sub(" ", text).split())
-
 
 def slugify(title: str) -> str:
     """``'Boolean Operations --- "and", "or"'`` -> ``'boolean-operations-and-or'``."""
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
-
-
-def sentence_ends(text: str) -> list[int]:
-    """Offsets just after each sentence-ending mark followed by space (abbreviations excluded).
-
-    >>> sentence_ends("It works, e.g. here. Next one! Done")
-    [20, 30]
-    """
-    ends = []
-    for m in _SENT_END.finditer(text):
-        word_start = text.rfind(" ", 0, m.start()) + 1
-        word_start = max(word_start, text.rfind("\n", 0, m.start()) + 1)
-        word = text[word_start:m.end()].lower().strip("\"')]")
-        if word in _ABBREV or re.fullmatch(r"\(?[0-9a-z]{1,2}[.)]", word):
-            continue
-        nxt = re.compile(r"\s*(\S)").match(text, m.end())
-        if nxt and nxt.group(1).islower():
-            continue
-        ends.append(m.end())
-    return ends
 
 
 # ---------------------------------------------------------------- sections
@@ -300,23 +262,6 @@ def _units(text: str, start: int, end: int, max_words: int) -> list[tuple[int, i
     return [u for u in units if u[2] > 0]
 
 
-def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Spans of the blank-line separated blocks in ``text[start:end]``, blanks trimmed.
-
-    >>> paragraphs("a b\\n\\n  c\\n", 0, 9)
-    [(0, 3), (7, 8)]
-    """
-    spans, pos = [], start
-    for m in list(re.finditer(r"\n[ \t]*\n", text[start:end])) + [None]:
-        stop = start + m.start() if m else end
-        block = text[pos:stop]
-        if block.strip():
-            lead = len(block) - len(block.lstrip())
-            spans.append((pos + lead, pos + len(block.rstrip())))
-        pos = start + m.end() if m else end
-    return spans
-
-
 def _is_table(block: str) -> bool:
     """A grid table (``+---+`` borders) or a Markdown pipe table."""
     lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
@@ -433,7 +378,6 @@ def load_tokenizer():
     """The packaged MiniLM's own word-piece tokenizer (``tokenizers``, no truncation), loaded once."""
     from tokenizers import Tokenizer
 
-    from .models import minilm_path
 
     tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
     tok.no_truncation()
@@ -451,7 +395,6 @@ def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -
     """Counts for one chunking: chunks, documents, word and token lengths, chunks over the model's limit."""
     import numpy as np
 
-    from .models import MINILM_MAX_TOKENS
 
     limit = limit or MINILM_MAX_TOKENS
     words = np.array([len(c.indexed_text.split()) for c in chunks])

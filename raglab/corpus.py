@@ -37,16 +37,16 @@ import re
 import shutil
 import tarfile
 import tempfile
-import tomllib
 import urllib.request
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import tomllib
 import yaml
 
-from . import config
-from .io import atomic_dir
+from raglab import config
+from raglab.files import atomic_dir
 
 PUBLIC = "public"
 BUNDLED_VERSION = "3.11"

@@ -36,7 +36,9 @@ from typing import Iterable
 
 import numpy as np
 
-from .models import MINILM, MINILM_MAX_TOKENS, minilm_path
+from raglab.chunking import load_tokenizer, token_lengths
+from raglab.config import work_dir
+from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, quiet_loading
 
 PRECISIONS = ("float32", "bfloat16")
 _SELECT_CHUNK = 500          # keys per SELECT ... IN (...), under SQLite's variable limit
@@ -61,7 +63,6 @@ def cache_key(model_id: str, text: str) -> bytes:
 
 def default_cache_path() -> Path:
     """``<work dir>/cache/embeddings.sqlite`` (see ``raglab.config.work_dir``)."""
-    from .config import work_dir
 
     return work_dir() / "cache" / "embeddings.sqlite"
 
@@ -193,7 +194,6 @@ class Embedder:
 
     def _load(self):
         """Import sentence-transformers and load the model on ``self.device``."""
-        from .models import quiet_loading
 
         quiet_loading()
         from sentence_transformers import SentenceTransformer
@@ -218,7 +218,7 @@ class Embedder:
     def token_counts(self, texts: list[str]) -> list[int]:
         """Tokens per text with the model's own tokenizer, [CLS] and [SEP] included, before truncation."""
         if self.packaged:
-            from .chunking import load_tokenizer, token_lengths
+            pass
 
             self._tokenizer = self._tokenizer or load_tokenizer()
             return token_lengths(texts, self._tokenizer)

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .chunking import Chunk, clean
-from .rerank import MAX_SENTENCES, sentence_spans, sentences
+from raglab.chunking import Chunk
+from raglab.text import MAX_SENTENCES, clean, sentence_spans, sentences
 
 REFUSAL = os.environ.get("RAGLAB_REFUSAL", "I can't find this in the documentation.")
 DEFAULT_BASE_URL = "http://localhost:11434/v1"

@@ -15,13 +15,23 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
-from .bm25 import BM25
-from .chunking import Chunk, ChunkSettings, chunk_corpus
-from .corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
-from .io import LOCK_WAIT, Busy, atomic_dir, atomic_open, crash_point, read_jsonl, recover_dir, write_jsonl
-from .models import MINILM
-from .stores import FaissStore
+from raglab import config
+from raglab.bm25 import BM25
+from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
+from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
+from raglab.embeddings import Embedder
+from raglab.files import (
+    LOCK_WAIT,
+    Busy,
+    atomic_dir,
+    atomic_open,
+    crash_point,
+    read_jsonl,
+    recover_dir,
+    write_jsonl,
+)
+from raglab.packaged_models import MINILM
+from raglab.stores.faiss_store import FaissStore
 
 MANIFEST_VERSION = 2   # 2: each page's access is in the corpus hash (indexes of format 1 may say public)
 
@@ -102,7 +112,6 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
                 root: Path | None = None, lock_timeout: float = LOCK_WAIT) -> Index:
     """Chunk, embed (through the content-hash cache), index, and save atomically; another build of
     the same index holding its lock is waited for up to ``lock_timeout`` seconds."""
-    from .embeddings import Embedder
 
     profile = config.profile(profile)
     embedder = embedder or Embedder()
@@ -210,27 +219,3 @@ def _read(path: Path, name: str, hint: str, load):
                             f"rebuild it with `{hint}`") from exc
 
 
-def open_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-               embedder=None, kind: str = "flat") -> Index:
-    """Load the matching index, building it first if there is none (notebook convenience)."""
-    try:
-        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
-    except IndexNotReady:
-        return build_index(corpus, profile, settings, embedder, kind)
-
-
-def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-              embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
-    """The index for these settings on either backend: FAISS files (built if missing when ``build``)
-    or a pgvector table (synced with the corpus when ``build``, else loaded and checked)."""
-    if store == "faiss":
-        if build:
-            return open_index(corpus, profile, settings, embedder, kind)
-        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
-    if store != "pgvector":
-        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
-    from .stores.pg_index import load_pg_index, sync_pgvector
-
-    if build:
-        return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
-    return load_pg_index(corpus, profile, settings, embedder.model_id if embedder else None, hnsw=kind == "hnsw")

@@ -14,10 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .chunking import clean, paragraphs, sentence_ends
-from .retrieval import Hit
-
-MAX_SENTENCES = 24
+from raglab.records import Hit
+from raglab.text import clean, sentences
 
 
 class Reranker(Protocol):
@@ -33,31 +31,6 @@ def _reorder(hits: list[Hit], scores) -> list[Hit]:
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
     return [replace(hits[i], score=float(scores[i]), rank=n, ranks={**hits[i].ranks, "fused": hits[i].rank})
             for n, i in enumerate(order, 1)]
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence: paragraphs cut at sentence ends, blanks trimmed.
-
-    >>> sentence_spans("First one. Second one.\\n\\nThird")
-    [(0, 10), (11, 22), (24, 29)]
-    """
-    spans = []
-    for a, b in paragraphs(text, 0, len(text)):
-        cuts = [a] + [a + e for e in sentence_ends(text[a:b])] + [b]
-        for s, e in zip(cuts, cuts[1:]):
-            piece = text[s:e]
-            if piece.strip():
-                spans.append((s + len(piece) - len(piece.lstrip()), s + len(piece.rstrip())))
-    return spans
-
-
-def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
-    """The sentences of a chunk, cleaned, at most ``limit``.
-
-    >>> sentences("First one. Second one.\\n\\nThird")
-    ['First one.', 'Second one.', 'Third']
-    """
-    return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
 
 
 class SentenceMaxReranker:

@@ -7,31 +7,15 @@ inside BM25 scoring, never afterwards.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
-from .fusion import RRF_K, rrf
-from .index import Index
+from raglab.chunking import ChunkSettings
+from raglab.fusion import RRF_K, rrf
+from raglab.index import Index, IndexNotReady, build_index, load_index
+from raglab.pg_index import load_pg_index, sync_pgvector
+from raglab.records import Hit
 
 MODES = ("dense", "bm25", "hybrid", "rerank")
 CANDIDATES = 20
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved chunk. ``ranks`` holds each component's 1-based rank (absent: not retrieved by it)."""
-
-    id: str
-    doc: str
-    score: float
-    rank: int
-    ranks: dict = field(default_factory=dict, compare=False)
-
-    def to_dict(self, text: str | None = None) -> dict:
-        """The JSON shape of ``raglab search --json``."""
-        d = {"id": self.id, "doc": self.doc, "score": round(self.score, 6), "rank": self.rank, "ranks": self.ranks}
-        if text is not None:
-            d["text"] = text
-        return d
 
 
 class Retriever:
@@ -94,3 +78,28 @@ class Retriever:
     def text(self, hit: Hit) -> str:
         """The chunk text behind a hit."""
         return self.index.chunks[self.index.row_of[hit.id]].text
+
+
+def open_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+               embedder=None, kind: str = "flat") -> Index:
+    """Load the matching index, building it first if there is none (notebook convenience)."""
+    try:
+        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
+    except IndexNotReady:
+        return build_index(corpus, profile, settings, embedder, kind)
+
+
+def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+              embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
+    """The index for these settings on either backend: FAISS files (built if missing when ``build``)
+    or a pgvector table (synced with the corpus when ``build``, else loaded and checked)."""
+    if store == "faiss":
+        if build:
+            return open_index(corpus, profile, settings, embedder, kind)
+        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
+    if store != "pgvector":
+        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
+
+    if build:
+        return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
+    return load_pg_index(corpus, profile, settings, embedder.model_id if embedder else None, hnsw=kind == "hnsw")

@@ -15,6 +15,8 @@ import re
 import threading
 from pathlib import Path
 
+from raglab.files import read_jsonl
+
 MAX_BYTES_ENV, KEEP_ENV = "RAGLAB_TRACE_MAX_BYTES", "RAGLAB_TRACE_KEEP"
 DEFAULT_MAX_BYTES, DEFAULT_KEEP = 10_000_000, 5
 _LOCK = threading.Lock()
@@ -96,6 +98,5 @@ def files(path: str | Path) -> list[Path]:
 
 def read(path: str | Path) -> list[dict]:
     """Every trace record of ``path`` and its rotated files, oldest first."""
-    from .io import read_jsonl
 
     return [record for p in files(path) for record in read_jsonl(p)]

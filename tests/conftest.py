@@ -95,14 +95,14 @@ def project_artifacts(tmp_path_factory):
     """The artifacts the project's own notebooks saved in this test session (nbval runs them
     first); when they did not run in this session, the notebooks are executed here.
     ``RAGLAB_TEST_ARTIFACTS=1`` takes the artifacts folder as it is (for quick local runs)."""
-    from raglab import artifacts
+    from raglab.course import artifacts
 
     where = artifacts.folder()
     results = where / artifacts.RESULTS
     if os.environ.get("RAGLAB_TEST_ARTIFACTS") or results.exists() and results.stat().st_mtime > SESSION_START and \
             "experiments" in artifacts.load_results(where):
         return where
-    from raglab.workbook import run_workbook
+    from raglab.course.workbook import run_workbook
 
     out = tmp_path_factory.mktemp("workbook")
     mp = pytest.MonkeyPatch()

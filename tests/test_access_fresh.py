@@ -6,17 +6,16 @@ import subprocess
 import sys
 
 import pytest
+from test_generate import PREMIUM_FACTS
 
 from raglab.assistant import Assistant
-from raglab.bakeoff import default_golden
 from raglab.chunking import ChunkSettings, chunk_corpus
 from raglab.corpus import load_corpus
-from raglab.evaluation import load_golden
+from raglab.evaluation.golden import default_golden, load_golden
 from raglab.generate import ExtractiveGenerator, ScriptedGenerator
-from raglab.index import get_index, load_index
+from raglab.index import load_index
 from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever
-from test_generate import PREMIUM_FACTS
+from raglab.retrieval import Retriever, get_index
 
 HC = ChunkSettings("headings", prefix=True)
 PREMIUM_ONLY = ["What is the Plus Concierge phone number?", "How many API requests per minute do Plus keys get?",
@@ -124,7 +123,7 @@ def test_a_build_killed_midway_leaves_the_previous_index_usable(store, crash_at,
         assert len(previous.chunks) == n_before and previous.version == before.version
         assert Retriever(previous, embedder).search("refund", "hybrid", 3)
     else:
-        from raglab.stores.pg_index import table_name
+        from raglab.pg_index import table_name
         from raglab.stores.pgvector_store import PgVectorStore
 
         store_ = PgVectorStore(table_name(str(folder), "small", settings))

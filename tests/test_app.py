@@ -8,13 +8,18 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from raglab import app as app_module
-from raglab.app import BodyLimit, create_app, load_tokens
 from raglab.assistant import Assistant
-from raglab.cli import main
 from raglab.config import PROJECT_ROOT
-from raglab.fakemodel import FakeModel
-from raglab.generate import ExtractiveGenerator, Generation, GeneratorUnavailable, OpenAIGenerator
+from raglab.generate import (
+    ExtractiveGenerator,
+    Generation,
+    GeneratorUnavailable,
+    OpenAIGenerator,
+)
+from raglab.surfaces import app as app_module
+from raglab.surfaces.app import BodyLimit, create_app, load_tokens
+from raglab.surfaces.cli import main
+from raglab.surfaces.fakemodel import FakeModel
 
 PUBLIC_TOKEN, PREMIUM_TOKEN = "test-public-token-0001", "test-premium-token-0002"
 TOKENS = {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}

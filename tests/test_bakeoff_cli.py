@@ -4,9 +4,9 @@ import json
 import pandas as pd
 import pytest
 
-from raglab.bakeoff import choose_winner, run_bakeoff
 from raglab.chunking import ChunkSettings
-from raglab.cli import main
+from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
+from raglab.surfaces.cli import main
 
 DESIGN_KEYS = {"n_questions", "hit@k", "recall@k", "mrr", "ndcg@10", "answer_correct", "citation_validity",
                "citation_support", "abstention_accuracy", "latency_p50_ms", "latency_p95_ms"}

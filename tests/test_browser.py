@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from raglab.app import create_app
 from raglab.assistant import Assistant
 from raglab.generate import REFUSAL, ExtractiveGenerator
+from raglab.surfaces.app import create_app
 
 HERE = Path(__file__).parent / "browser"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

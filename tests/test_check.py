@@ -6,10 +6,18 @@ import shutil
 
 import pytest
 
-from raglab import artifacts
-from raglab.check import CRITERIA, Artifacts, _guard, check, clean_cuts, no_leaks, run_check
 from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.cli import main
+from raglab.course import artifacts
+from raglab.course.rubric import (
+    CRITERIA,
+    Artifacts,
+    _guard,
+    check,
+    clean_cuts,
+    no_leaks,
+    run_check,
+)
+from raglab.surfaces.cli import main
 
 
 @pytest.fixture
@@ -53,7 +61,7 @@ def test_the_projects_own_artifacts_pass(project_artifacts, capsys):
 
 
 def test_a_chunk_without_a_source_fails(copy):
-    from raglab.check import chunks_have_ids
+    from raglab.course.rubric import chunks_have_ids
 
     def drop(rows):
         rows[7]["doc"] = ""
@@ -63,7 +71,7 @@ def test_a_chunk_without_a_source_fails(copy):
 
 
 def test_a_duplicate_chunk_id_fails(copy):
-    from raglab.check import chunks_have_ids
+    from raglab.course.rubric import chunks_have_ids
 
     def dup(rows):
         rows[1]["id"] = rows[0]["id"]
@@ -146,7 +154,7 @@ def test_a_chunk_that_ends_inside_a_table_fails(m1, tmp_path):
 
 
 def test_too_few_questions_in_the_fused_top_20_fail(copy):
-    from raglab.check import fused_top20
+    from raglab.course.rubric import fused_top20
 
     def lose(m2):
         for r in m2["questions"][3:]:
@@ -156,7 +164,7 @@ def test_too_few_questions_in_the_fused_top_20_fail(copy):
 
 
 def test_no_question_only_dense_gets_right_fails(copy):
-    from raglab.check import keyword_and_vector_wins
+    from raglab.course.rubric import keyword_and_vector_wins
 
     def same(m2):
         for r in m2["questions"]:
@@ -166,7 +174,7 @@ def test_no_question_only_dense_gets_right_fails(copy):
 
 
 def test_reranking_that_rarely_puts_the_right_chunk_first_fails(copy):
-    from raglab.check import ranked_first
+    from raglab.course.rubric import ranked_first
 
     def demote(m3):
         for rows in m3["configs"].values():
@@ -177,14 +185,14 @@ def test_reranking_that_rarely_puts_the_right_chunk_first_fails(copy):
 
 
 def test_misses_not_looked_at_fail(copy):
-    from raglab.check import ranked_first
+    from raglab.course.rubric import ranked_first
 
     edit_results(copy, "m3", lambda m3: m3.update(misses_shown=[]))
     assert "not looked at" in only_failure(copy, ranked_first)
 
 
 def test_a_citation_that_was_not_retrieved_fails(copy):
-    from raglab.check import valid_citations
+    from raglab.course.rubric import valid_citations
 
     def forge(rows):
         r = next(r for r in rows if r["kind"] == "answer" and not r["refused"])
@@ -195,7 +203,7 @@ def test_a_citation_that_was_not_retrieved_fails(copy):
 
 
 def test_an_invented_id_let_through_fails(copy):
-    from raglab.check import invented_id_caught
+    from raglab.course.rubric import invented_id_caught
 
     def let_through(rows):
         r = next(r for r in rows if r["kind"] == "invented-id")
@@ -206,7 +214,7 @@ def test_an_invented_id_let_through_fails(copy):
 
 
 def test_an_answered_out_of_corpus_question_fails(copy):
-    from raglab.check import out_of_corpus_refused
+    from raglab.course.rubric import out_of_corpus_refused
 
     def answer(rows):
         r = next(r for r in rows if r["kind"] == "out-of-corpus")
@@ -217,7 +225,7 @@ def test_an_answered_out_of_corpus_question_fails(copy):
 
 
 def test_a_command_that_did_not_print_abstention_fails(copy):
-    from raglab.check import one_command_four_scores
+    from raglab.course.rubric import one_command_four_scores
 
     run = artifacts.load_json("m5_eval_command.json", copy)
     run["output"] = "\n".join(ln for ln in run["output"].splitlines() if not ln.startswith("abstention"))
@@ -226,7 +234,7 @@ def test_a_command_that_did_not_print_abstention_fails(copy):
 
 
 def test_a_failure_without_a_stage_fails(copy):
-    from raglab.check import failures_read
+    from raglab.course.rubric import failures_read
 
     board = artifacts.load_json("m5_scoreboard.json", copy)
     q = next(q for q in board["questions"] if q["failure"] == "generation")
@@ -258,7 +266,7 @@ def test_an_empty_leak_table_fails(copy):
 
 
 def test_a_bakeoff_without_spread_or_winner_fails(copy):
-    from raglab.check import bakeoff_decided
+    from raglab.course.rubric import bakeoff_decided
 
     def flatten(bake):
         for r in bake["table"]:

@@ -6,9 +6,19 @@ import sys
 
 import pytest
 
-from raglab.chunking import (STRATEGIES, ChunkSettings, chunk_corpus, chunk_document, char_spans,
-                             load_tokenizer, pack, sentence_ends, split_sections, token_lengths)
+from raglab.chunking import (
+    STRATEGIES,
+    ChunkSettings,
+    char_spans,
+    chunk_corpus,
+    chunk_document,
+    load_tokenizer,
+    pack,
+    split_sections,
+    token_lengths,
+)
 from raglab.corpus import load_folder, make_document, python_docs_dir
+from raglab.text import sentence_ends
 
 
 def course_chunk_text(doc_id, text, max_words=150, overlap=30):
@@ -240,7 +250,7 @@ def test_settings_are_validated():
 def test_token_lengths_match_the_transformers_tokenizer(python_docs):
     from transformers import AutoTokenizer
 
-    from raglab.models import minilm_path
+    from raglab.packaged_models import minilm_path
 
     chunks = chunk_corpus(python_docs[:3], ChunkSettings("words"))
     texts = [c.indexed_text for c in chunks]

@@ -6,9 +6,16 @@ import pytest
 
 from raglab import config
 from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.chunksize import format_chunksize, plot_chunksize, run_chunksize_experiment, scaled
 from raglab.corpus import load_corpus
-from raglab.evaluation import bootstrap_ci, evidence_recall, load_golden, user_for
+from raglab.evaluation.golden import load_golden, user_for
+from raglab.evaluation.metrics import evidence_recall
+from raglab.evaluation.statistics import bootstrap_ci
+from raglab.experiments.chunksize import (
+    format_chunksize,
+    plot_chunksize,
+    run_chunksize_experiment,
+    scaled,
+)
 from raglab.index import load_index
 
 SIZES = (scaled("words", 150), ChunkSettings("headings", prefix=True))   # the second is the `index` fixture's
@@ -28,7 +35,7 @@ def test_settings_and_overlap_ratio():
 def test_share_over_limit_matches_transformers_tokenizer(result):
     from transformers import AutoTokenizer
 
-    from raglab.models import minilm_path
+    from raglab.packaged_models import minilm_path
 
     tok = AutoTokenizer.from_pretrained(str(minilm_path()))
     docs = load_corpus("helpcenter", "small")

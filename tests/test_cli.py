@@ -4,8 +4,8 @@ import json
 import pytest
 
 from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
-from raglab.cli import main
-from raglab.io import read_jsonl
+from raglab.files import read_jsonl
+from raglab.surfaces.cli import main
 
 
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])

@@ -10,9 +10,20 @@ from pathlib import Path
 import pytest
 
 from raglab import config
-from raglab.corpus import (BUNDLED_SHA256, CorpusError, CorpusWarning, corpus_stats, fetch_python_docs, load_corpus,
-                           load_folder, parse_front_matter, python_docs_dir, read_text_file, remove_hidden)
-from raglab.io import read_jsonl
+from raglab.corpus import (
+    BUNDLED_SHA256,
+    CorpusError,
+    CorpusWarning,
+    corpus_stats,
+    fetch_python_docs,
+    load_corpus,
+    load_folder,
+    parse_front_matter,
+    python_docs_dir,
+    read_text_file,
+    remove_hidden,
+)
+from raglab.files import read_jsonl
 
 ARCHIVE = config.data_dir() / "python-docs-text-3.11.tar.xz"
 
@@ -336,7 +347,7 @@ def test_the_corpus_hash_changes_with_access_alone(tmp_path):
 
 
 def test_corpus_info_json_shows_each_page_access_and_the_folder_settings(tmp_path, capsys):
-    from raglab.cli import main
+    from raglab.surfaces.cli import main
 
     (tmp_path / "raglab.toml").write_text('default_access = ["staff"]\n')
     (tmp_path / "private.md").write_text("# Private\n")

@@ -12,23 +12,20 @@ import numpy as np
 import pytest
 
 from raglab.corpus import load_corpus
-from raglab.cost import (
+from raglab.experiments.cost import (
     LOCAL_KEY,
     NO_CALL,
     Price,
     PriceError,
     answer_cost,
-    chat_prompt,
-    count_message_tokens,
-    count_tokens,
     format_cost,
     load_prices,
     per_1000,
     run_cost_experiment,
 )
+from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_tokens
 from raglab.generate import Source, build_messages
-from raglab.llm import free_port
-from raglab.llm import MODEL_ALIAS, start_server
+from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +225,7 @@ def test_recommendation_and_report_are_built_from_the_numbers(experiment):
 
 
 def test_tokenizer_fallback_when_the_server_reports_no_usage(server):
-    from raglab.cost import token_usage
+    from raglab.experiments.cost import token_usage
     from raglab.generate import Generation
 
     docs = {d.id: d for d in load_corpus("python-docs", "small")}

@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 from raglab.chunking import ChunkSettings, chunk_corpus, token_lengths
-from raglab.embeddings import Embedder, EmbeddingCache, EmbeddingCacheError, TruncationWarning, cache_key
-from raglab.models import MINILM, minilm_path
+from raglab.embeddings import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingCacheError,
+    TruncationWarning,
+    cache_key,
+)
+from raglab.packaged_models import MINILM, minilm_path
 
 SHORT = ["How do I open a file?", "Lists are mutable sequences.", "A dict maps keys to values.",
          "Use with to close files.", "Tuples are immutable.", "Strings have a split method."]
@@ -17,7 +23,7 @@ SHORT = ["How do I open a file?", "Lists are mutable sequences.", "A dict maps k
 @pytest.fixture(scope="module")
 def reference():
     """The course's plain call, loaded on its own: ``encode(texts, normalize_embeddings=True)``."""
-    from raglab.models import quiet_loading
+    from raglab.packaged_models import quiet_loading
 
     quiet_loading()
     from sentence_transformers import SentenceTransformer

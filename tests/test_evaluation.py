@@ -7,8 +7,16 @@ import pytest
 
 from raglab import config
 from raglab.chunking import Chunk
-from raglab.evaluation import (bootstrap_ci, evidence_recall, first_relevant_rr, hit, load_golden, ndcg,
-                               paired_test, recall, reciprocal_rank)
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.metrics import (
+    evidence_recall,
+    first_relevant_rr,
+    hit,
+    ndcg,
+    recall,
+    reciprocal_rank,
+)
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
 
 EVALS = Path(config.PROJECT_ROOT, "evals")
 
@@ -21,7 +29,7 @@ def test_course_example_recall_and_reciprocal_rank():
     """The course's example: retrieved [x, a, y, b], relevant {a, b}: recall@3 = 1/2, reciprocal rank = 1/2."""
     assert recall(["x", "a", "y", "b"], {"a", "b"}, 3) == 0.5
     assert reciprocal_rank(["x", "a", "y", "b"], {"a", "b"}) == 0.5
-    from raglab.evaluation import Question
+    from raglab.evaluation.golden import Question
 
     run = [_chunk("x", "x.txt", "nothing"), _chunk("a", "a.txt", "alpha fact"),
            _chunk("y", "y.txt", "nothing"), _chunk("b", "b.txt", "beta  fact")]

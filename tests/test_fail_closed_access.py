@@ -10,12 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from raglab import config, embeddings
-from raglab.app import create_app
 from raglab.assistant import build_assistant
 from raglab.chunking import ChunkSettings
-from raglab.cli import main
 from raglab.corpus import CorpusError, load_corpus
 from raglab.index import IndexNotReady, index_name
+from raglab.surfaces.app import create_app
+from raglab.surfaces.cli import main
 
 SECRET = "7391-ZEPHYR"
 PAGE = "vault/secret.md"
@@ -161,7 +161,7 @@ def _as_built_before_the_fix(corpus: str, store: str) -> None:
         rows = [{**r, "access": ["public"]} if r["doc"] == PAGE else r for r in rows]
         (path / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         return
-    from raglab.stores.pg_index import table_name
+    from raglab.pg_index import table_name
     from raglab.stores.pgvector_store import PgVectorStore
 
     with PgVectorStore(table_name(corpus, "small", SETTINGS)) as pg, pg.transaction():

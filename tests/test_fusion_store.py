@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from raglab.fusion import rrf
-from raglab.stores import FaissStore
+from raglab.stores.faiss_store import FaissStore
 
 
 def test_rrf_course_example():

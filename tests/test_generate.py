@@ -6,8 +6,17 @@ import pytest
 
 from raglab.assistant import Assistant, choose_threshold
 from raglab.chunking import Chunk
-from raglab.generate import (REFUSAL, ExtractiveGenerator, ScriptedGenerator, Source, build_messages,
-                             check_citations, parse_citations, render_sources, ungrounded)
+from raglab.generate import (
+    REFUSAL,
+    ExtractiveGenerator,
+    ScriptedGenerator,
+    Source,
+    build_messages,
+    check_citations,
+    parse_citations,
+    render_sources,
+    ungrounded,
+)
 
 # Facts that only the premium pages hold (checked below against the corpus itself).
 PREMIUM_FACTS = ["555-0199", "plus-desk@parcelo.example", "NGA-PLUS-3", "1,800", "plus.api.parcelo.example"]
@@ -141,9 +150,8 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
 def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
     from raglab.assistant import build_assistant, threshold_for
-    from raglab.bakeoff import default_golden
     from raglab.corpus import load_corpus
-    from raglab.evaluation import load_golden, user_for
+    from raglab.evaluation.golden import default_golden, load_golden, user_for
 
     a = build_assistant(corpus, "small")  # the chunking the threshold was chosen on
     questions = load_golden(default_golden(corpus), load_corpus(corpus, "small"))

@@ -9,7 +9,7 @@ import pytest
 
 from raglab import config
 from raglab.corpus import load_corpus
-from raglab.evaluation import TYPES, validate_golden
+from raglab.evaluation.golden import TYPES, validate_golden
 
 GOLDEN = Path(config.PROJECT_ROOT, "evals", "python_docs_full.jsonl")
 MINIMUM = {"fact": 45, "identifier": 16, "paraphrase": 16, "multi": 16, "unanswerable": 16}

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from raglab.chunking import ChunkSettings
+from raglab.files import dir_lock
 from raglab.index import IndexNotReady, build_index, index_name, load_index
-from raglab.io import dir_lock
 
 SETTINGS = ChunkSettings("words", 40, 0)
 MODEL = "hash-embedder"
@@ -168,7 +168,7 @@ def test_a_damaged_file_is_a_clear_error_and_a_rebuild_mends_it(folder, root, na
 
 
 def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, root):
-    from raglab.io import atomic_dir
+    from raglab.files import atomic_dir
 
     dest = root / index_name(str(folder), "small", SETTINGS)
     with pytest.raises(RuntimeError, match="the first build stops"):

@@ -13,9 +13,16 @@ import pytest
 
 from raglab.chunking import ChunkSettings, chunk_document
 from raglab.corpus import Document, load_corpus
-from raglab.generate import (ExtractiveGenerator, Source, build_messages, instruction_like, normalize, visible_text,
-                             whole_sentences)
-from raglab.rerank import sentence_spans, sentences
+from raglab.generate import (
+    ExtractiveGenerator,
+    Source,
+    build_messages,
+    instruction_like,
+    normalize,
+    visible_text,
+    whole_sentences,
+)
+from raglab.text import sentence_spans, sentences
 
 DATA = Path(__file__).parent / "data"
 
@@ -199,11 +206,11 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
     quoted if it were ever a candidate)."""
     from fastapi.testclient import TestClient
 
-    from raglab.app import create_app
     from raglab.assistant import Assistant
     from raglab.index import build_index
     from raglab.rerank import SentenceMaxReranker
     from raglab.retrieval import Retriever
+    from raglab.surfaces.app import create_app
 
     folder = tmp_path / "lamp"
     folder.mkdir()

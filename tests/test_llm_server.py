@@ -12,12 +12,12 @@ import time
 import urllib.request
 
 import pytest
+from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
 
 from raglab.assistant import Assistant
-from raglab.cli import main
 from raglab.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
-from raglab.llm import MODEL_ALIAS, free_port, start_server
-from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
+from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.surfaces.cli import main
 
 REASONS = {"weak-evidence", "model-refused", "invalid-citation", "no-citation", "unsupported-claim"}
 

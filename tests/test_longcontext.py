@@ -12,10 +12,9 @@ from rank_bm25 import BM25Okapi
 
 from raglab.bm25 import tokenize
 from raglab.corpus import make_document
-from raglab.cost import count_message_tokens, count_tokens
-from raglab.evaluation import facts_present, load_golden
-from raglab.generate import ExtractiveGenerator, Source, build_messages
-from raglab.longcontext import (
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.metrics import facts_present
+from raglab.experiments.longcontext import (
     as_source,
     default_budget,
     format_longcontext,
@@ -24,6 +23,8 @@ from raglab.longcontext import (
     rank_documents,
     run_longcontext_experiment,
 )
+from raglab.experiments.tokens import count_message_tokens, count_tokens
+from raglab.generate import ExtractiveGenerator, Source, build_messages
 
 
 class LuceneOkapi(BM25Okapi):
@@ -150,7 +151,7 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
 def test_a_sentence_cap_of_24_is_the_stock_generator(python_docs):
     from raglab.chunking import ChunkSettings
     from raglab.embeddings import Embedder
-    from raglab.index import open_index
+    from raglab.retrieval import open_index
 
     embedder = Embedder()
     index = open_index("python-docs", "small", ChunkSettings("words"), embedder)

@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from raglab import artifacts, report as report_module
-from raglab.cli import main
-from raglab.report import CHARTS, build_markdown, write_report
+from raglab.course import artifacts
+from raglab.course import report as report_module
+from raglab.course.report import CHARTS, build_markdown, write_report
+from raglab.surfaces.cli import main
 
 SECTIONS = ["Use case and users", "Corpus", "System", "Evaluation set", "Results", "Failure analysis",
             "Risks and next steps", "Stretch experiments"]

@@ -4,13 +4,12 @@ import json
 import numpy as np
 import pytest
 
+from conftest import HC_SETTINGS as SETTINGS
 from raglab.chunking import ChunkSettings
-from raglab.cli import main
 from raglab.fusion import rrf
 from raglab.index import IndexNotReady, load_index
 from raglab.rerank import CrossEncoderReranker
-
-from conftest import HC_SETTINGS as SETTINGS
+from raglab.surfaces.cli import main
 
 
 def test_load_checks_the_manifest(index, workdir):
@@ -79,7 +78,7 @@ def test_cross_encoder_plumbing_with_a_tiny_local_model(tmp_path, retriever):
 
     from transformers import BertConfig, BertForSequenceClassification
 
-    from raglab.models import minilm_path
+    from raglab.packaged_models import minilm_path
 
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(minilm_path() / name, tmp_path / name)

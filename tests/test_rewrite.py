@@ -9,10 +9,10 @@ from typing import ClassVar
 import pytest
 
 from raglab import config
-from raglab.evaluation import bootstrap_ci, evidence_recall, load_golden, paired_test
-from raglab.fusion import rrf
-from raglab.llm import free_port
-from raglab.rewrite import (
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.metrics import evidence_recall
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.experiments.rewrite import (
     LLMRewriter,
     RuleRewriter,
     format_rewrite,
@@ -22,6 +22,8 @@ from raglab.rewrite import (
     rule_rewrite,
     run_rewrite_experiment,
 )
+from raglab.fusion import rrf
+from raglab.packaged_models import free_port
 
 SPLITS = [
     ("What does json.dumps do, and how does it handle non-ASCII text?",

@@ -10,7 +10,8 @@ import pytest
 from raglab import traces
 from raglab.assistant import Assistant
 from raglab.config import PROJECT_ROOT
-from raglab.evaluation import failure_cases, load_golden
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.scoreboard import failure_cases
 from raglab.generate import ExtractiveGenerator
 
 HC_GOLDEN = PROJECT_ROOT / "evals" / "helpcenter_golden.jsonl"

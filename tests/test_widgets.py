@@ -4,12 +4,18 @@ from html.parser import HTMLParser
 
 import pytest
 
-from raglab import widgets
 from raglab.assistant import Answer, Assistant, Citation
 from raglab.chunking import ChunkSettings, chunk_document
 from raglab.corpus import make_document
 from raglab.generate import REFUSAL, ExtractiveGenerator, ScriptedGenerator
-from raglab.widgets import answer_widget_html, ask_box, chunk_explorer, chunk_html, default_strategies
+from raglab.surfaces import widgets
+from raglab.surfaces.widgets import (
+    answer_widget_html,
+    ask_box,
+    chunk_explorer,
+    chunk_html,
+    default_strategies,
+)
 
 VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
 ANSWERED = "How many days do I have to return an item?"  # answered in tests/test_app.py too
@@ -114,7 +120,7 @@ def test_chunk_html_cuts_exactly_at_the_chunk_boundaries(python_docs, label, lim
 def test_over_limit_chunks_match_the_transformers_tokenizer(python_docs):
     from transformers import AutoTokenizer
 
-    from raglab.models import minilm_path
+    from raglab.packaged_models import minilm_path
 
     doc = doc_named(python_docs, "library/json.txt")
     chunks = chunk_document(doc, ChunkSettings("headings", prefix=True))

@@ -37,8 +37,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..chunking import Chunk
-from ..config import work_dir
+from raglab.chunking import Chunk
+from raglab.config import work_dir
 
 ENV_URL = "RAGLAB_DATABASE_URL"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")

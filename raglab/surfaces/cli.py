@@ -18,15 +18,43 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import shlex
 import sys
 import warnings
+from pathlib import Path
 
-from . import config
-from .chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
-from .corpus import (CorpusError, CorpusWarning, corpus_stats, fetch_python_docs, folder_settings, load_corpus,
-                     page_access)
-from .io import write_jsonl
+from raglab import config
+from raglab.assistant import build_assistant
+from raglab.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
+from raglab.corpus import (
+    CorpusError,
+    CorpusWarning,
+    corpus_stats,
+    fetch_python_docs,
+    folder_settings,
+    load_corpus,
+    page_access,
+)
+from raglab.course.artifacts import jsonable, save_json
+from raglab.course.report import write_report
+from raglab.course.rubric import run_check
+from raglab.course.workbook import run_workbook
+from raglab.embeddings import Embedder
+from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
+from raglab.evaluation.scoreboard import format_scoreboard, run_golden
+from raglab.experiments.rewrite import make_rewriter
+from raglab.files import atomic_open, write_jsonl
+from raglab.index import build_index
+from raglab.packaged_models import serve_forever
+from raglab.pg_index import sync_pgvector
+from raglab.rerank import make_reranker
+from raglab.retrieval import Retriever, get_index
+from raglab.surfaces.app import serve
+from raglab.surfaces.guard import guarded
+from raglab.surfaces.plots import bakeoff_bars, score_vs_size
 
 
 def _emit(args, data: dict, lines: list[str]) -> None:
@@ -79,11 +107,10 @@ def _settings(args) -> ChunkSettings:
 
 
 def cmd_index(args) -> int:
-    from .embeddings import Embedder
-    from .index import build_index
+    pass
 
     if args.store == "pgvector":
-        from .stores.pg_index import sync_pgvector
+        pass
 
         index, report = sync_pgvector(args.corpus, args.profile, _settings(args), Embedder(args.model),
                                       hnsw=args.kind == "hnsw")
@@ -106,10 +133,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from .embeddings import Embedder
-    from .index import get_index
-    from .rerank import make_reranker
-    from .retrieval import Retriever
+    pass
 
     embedder = Embedder(args.model)
     index = get_index(args.corpus, args.profile, _settings(args), embedder, args.kind, args.store, build=False)
@@ -123,7 +147,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_ask(args) -> int:
-    from .guard import guarded
+    pass
 
     assistant = _assistant(args, build=False)
     assistant.generator = guarded(assistant.generator)   # a model server's error is one line, not a traceback
@@ -139,15 +163,13 @@ def cmd_ask(args) -> int:
 
 def _assistant(args, build: bool):
     """The assistant the CLI verbs share, from the chunking and answer options."""
-    from .assistant import build_assistant
 
     return build_assistant(args.corpus, args.profile, _settings(args), args.generator, args.reranker,
                            args.threshold, args.attribution, args.model, args.kind, build=build, store=args.store)
 
 
 def cmd_eval(args) -> int:
-    from .evaluation import format_scoreboard, run_golden
-    from .io import atomic_open
+    pass
 
     board = run_golden(_assistant(args, build=True), args.golden, args.k, args.mode, args.retrieval_only)
     if args.json:
@@ -158,8 +180,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_bakeoff(args) -> int:
-    from .bakeoff import choose_winner, run_bakeoff
-    from .io import atomic_open
+    pass
 
     table, per_question = run_bakeoff(args.corpus, args.profile, args.golden)
     _, rationale = choose_winner(table, per_question)
@@ -172,7 +193,6 @@ def cmd_bakeoff(args) -> int:
     if args.plots:
         from pathlib import Path
 
-        from .plots import bakeoff_bars, score_vs_size
 
         Path(args.plots).mkdir(parents=True, exist_ok=True)
         bakeoff_bars(table).savefig(Path(args.plots) / "bakeoff_recall5.png", dpi=120)
@@ -187,13 +207,13 @@ def _user(args) -> tuple[str, ...] | None:
 
 
 def cmd_llm_serve(args) -> int:
-    from .llm import serve_forever
+    pass
 
     return serve_forever(args.port)
 
 
 def cmd_serve(args) -> int:
-    from .app import serve
+    pass
 
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline)
@@ -201,19 +221,19 @@ def cmd_serve(args) -> int:
 
 
 def cmd_workbook(args) -> int:
-    from .workbook import run_workbook
+    pass
 
     return 0 if run_workbook(out=args.out, inplace=args.inplace) else 1
 
 
 def cmd_check(args) -> int:
-    from .check import run_check
+    pass
 
     return run_check(args.dir)
 
 
 def cmd_report(args) -> int:
-    from .report import write_report
+    pass
 
     md, page = write_report(args.artifacts, args.out)
     print(f"report: {page.resolve()}\nmarkdown: {md.resolve()}")
@@ -229,14 +249,11 @@ EXPERIMENTS = {"rewrite": ("rewrite", "run_rewrite_experiment", "format_rewrite"
 def cmd_experiment(args) -> int:
     import importlib
 
-    from .artifacts import jsonable
-    from .io import atomic_open
 
     module, run, fmt = EXPERIMENTS[args.name]
     mod = importlib.import_module(f".{module}", __package__)
     options = {"corpus": args.corpus, "profile": args.profile}
     if args.name == "rewrite":
-        from .rewrite import make_rewriter
         options["rewriter"] = make_rewriter(args.rewriter)
     if args.name in ("cost", "longcontext") and args.n:
         options["n"] = args.n
@@ -406,3 +423,17 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run_command(argv: list[str], name: str, where: Path | None = None) -> str:
+    """Run one ``raglab`` command in this process, print its output, and save the command line
+    and its output as ``NAME.json`` (so the checker can see what one command printed)."""
+    pass
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(list(argv))
+    text = out.getvalue()
+    print(text, end="")
+    save_json(f"{name}.json", {"command": "raglab " + shlex.join(argv), "exit_code": code, "output": text}, where)
+    return text

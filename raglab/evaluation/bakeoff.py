@@ -10,28 +10,17 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
-from .chunking import ChunkSettings, token_lengths, load_tokenizer
-from .corpus import load_corpus
-from .evaluation import bootstrap_ci, evaluate, load_golden, paired_test
+from raglab.chunking import ChunkSettings, load_tokenizer, token_lengths
+from raglab.embeddings import Embedder
+from raglab.evaluation.golden import answerable_questions
+from raglab.evaluation.scoreboard import evaluate
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.rerank import SentenceMaxReranker
+from raglab.retrieval import Retriever, open_index
 
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
-GOLDEN = {"python-docs": "python_docs_golden.jsonl", "helpcenter": "helpcenter_golden.jsonl"}
-
-
-def default_golden(corpus: str) -> Path:
-    """The golden set shipped for a bundled corpus."""
-    if corpus not in GOLDEN:
-        raise ValueError(f"no golden set ships for corpus {corpus!r}: pass --golden FILE")
-    return config.PROJECT_ROOT / "evals" / GOLDEN[corpus]
-
-
-def answerable_questions(corpus: str, profile: str | None = None, golden: str | Path | None = None):
-    """The golden set's answerable questions (validated against the corpus): what retrieval is scored on."""
-    return [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
-            if q.type != "unanswerable"]
 
 
 def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden: str | Path | None = None,
@@ -40,10 +29,6 @@ def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden:
     per-question recall@5 lists behind it (for paired comparisons)."""
     import pandas as pd
 
-    from .embeddings import Embedder
-    from .index import open_index
-    from .rerank import SentenceMaxReranker
-    from .retrieval import Retriever
 
     embedder = embedder or Embedder()
     questions = answerable_questions(corpus, profile, golden)

@@ -28,11 +28,18 @@ from typing import Callable, Iterable, Mapping
 import ipywidgets as widgets
 from IPython.display import HTML, display
 
-from .assistant import Answer
-from .chunking import UNITS, Chunk, ChunkSettings, chunk_document, load_tokenizer, token_lengths
-from .corpus import Document
-from .models import MINILM_MAX_TOKENS
-from .render import answer_html
+from raglab.assistant import Answer
+from raglab.chunking import (
+    UNITS,
+    Chunk,
+    ChunkSettings,
+    chunk_document,
+    load_tokenizer,
+    token_lengths,
+)
+from raglab.corpus import Document
+from raglab.packaged_models import MINILM_MAX_TOKENS
+from raglab.surfaces.render import answer_html
 
 __all__ = ["AskBox", "ChunkExplorer", "answer_widget_html", "ask_box", "chunk_explorer", "chunk_html",
            "default_strategies"]

@@ -40,16 +40,33 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
-from .cost import MAX_TOKENS, N_CTX, chat_prompt, count_message_tokens, count_tokens
-from .generate import (
+from raglab import config
+from raglab.assistant import Assistant, build_assistant
+from raglab.bm25 import BM25
+from raglab.chunking import Chunk
+from raglab.corpus import PUBLIC, load_corpus
+from raglab.evaluation.golden import default_golden, load_golden, user_for
+from raglab.evaluation.metrics import answer_correct, evidence_recall
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.experiments.cost import _load_avg, select_questions
+from raglab.experiments.tokens import (
+    MAX_TOKENS,
+    N_CTX,
+    chat_prompt,
+    count_message_tokens,
+    count_tokens,
+)
+from raglab.generate import (
     REFUSAL,
     ExtractiveGenerator,
+    OpenAIGenerator,
     Source,
     build_messages,
     render_sources,
     whole_sentences,
 )
+from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.records import Hit
 
 MARGIN = 8          # tokens kept free for merges across the sources block's boundaries
 _SLACK = 16         # a page whose own token count exceeds the room left by more than this cannot fit
@@ -62,7 +79,6 @@ _BM25_CACHE: dict = {}
 
 def _doc_bm25(docs):
     """Document-level BM25 over these pages (title and text), built once per corpus content."""
-    from .bm25 import BM25
 
     key = tuple((d.id, d.sha256) for d in docs)
     if key not in _BM25_CACHE:
@@ -72,7 +88,7 @@ def _doc_bm25(docs):
 
 
 def _allowed(doc, user) -> bool:
-    from .corpus import PUBLIC
+    pass
 
     return bool(set(doc.access) & ({PUBLIC} | set(user or ())))
 
@@ -91,7 +107,6 @@ def rank_documents(question: str, docs, user: tuple[str, ...] | None = None) -> 
 
 def as_source(n: int, doc) -> Source:
     """A whole page as one numbered source (a chunk spanning the page, id = the page id)."""
-    from .chunking import Chunk
 
     return Source(n, Chunk(doc.id, doc.id, (doc.title,), 0, len(doc.text), doc.text, doc.text, doc.access, "document"))
 
@@ -224,7 +239,7 @@ class PackedRetriever:
         self.last_info: dict = {}
 
     def search(self, question: str, mode: str = "rerank", k: int = 0, user=None):
-        from .retrieval import Hit
+        pass
 
         t = time.perf_counter()
         budget = self.budget_tokens
@@ -240,7 +255,7 @@ class PackedRetriever:
 # ---------------------------------------------------------------- the experiment
 
 def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
-    from .evaluation import answer_correct, evidence_recall, user_for
+    pass
 
     t = time.perf_counter()
     answer = assistant.ask(q.question, user_for(q))
@@ -257,7 +272,7 @@ def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
 
 
 def _summary(rows: list[dict], reps: int, seed: int) -> dict:
-    from .evaluation import bootstrap_ci
+    pass
 
     answerable = [r for r in rows if r["type"] != "unanswerable"]
     unanswerable = [r for r in rows if r["type"] == "unanswerable"]
@@ -293,13 +308,6 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     ``timeout`` (seconds a model request may take) is generous: on 2 busy cores a 3,700-token prompt can
     take minutes, and a timed-out request keeps the single-slot server busy for the retry behind it.
     """
-    from .assistant import Assistant, build_assistant
-    from .corpus import load_corpus
-    from .bakeoff import default_golden
-    from .cost import _load_avg, select_questions
-    from .evaluation import load_golden, paired_test, user_for
-    from .generate import OpenAIGenerator
-    from .llm import MODEL_ALIAS, free_port, start_server
 
     if generator not in ("extractive", "openai"):
         raise ValueError(f"generator must be 'extractive' or 'openai', got {generator!r}")
@@ -368,7 +376,6 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
         return [{**row[name], "type": row["type"]} for row in rows]
 
     rag_s, lc_s = _summary(arm("retrieval"), reps, seed), _summary(arm("longcontext"), reps, seed)
-    from .evaluation import bootstrap_ci
 
     lc_rows = arm("longcontext")
     lc_s.update({"truncated": bootstrap_ci([float(r["truncated"]) for r in lc_rows], reps, seed),

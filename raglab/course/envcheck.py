@@ -4,6 +4,10 @@ from __future__ import annotations
 import os
 import sys
 
+from raglab.config import profile
+from raglab.corpus import load_corpus
+from raglab.packaged_models import minilm_path, quiet_loading
+
 
 def check_python() -> dict:
     """Python 3.10 or newer."""
@@ -24,7 +28,6 @@ def check_packages() -> dict:
 
 def check_model() -> dict:
     """The packaged MiniLM loads with the network switched off and embeds a sentence."""
-    from .models import minilm_path, quiet_loading
 
     quiet_loading()
     from sentence_transformers import SentenceTransformer
@@ -37,8 +40,6 @@ def check_model() -> dict:
 
 def check_corpus() -> dict:
     """The bundled Python docs are present, verified and extracted."""
-    from .config import profile
-    from .corpus import load_corpus
 
     docs = load_corpus("python-docs")
     return {"check": "Python docs corpus (sha256 verified)", "ok": len(docs) > 0,

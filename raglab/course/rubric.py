@@ -11,9 +11,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import artifacts
-from .generate import REFUSAL
-from .io import atomic_open
+from raglab.course import artifacts
+from raglab.files import atomic_open
+from raglab.generate import REFUSAL
 
 # A heading-aware chunk ends cleanly at sentence punctuation (closing quotes and brackets allowed),
 # before a blank line or at the document's end. A line end proves nothing: the docs are hard-wrapped.

@@ -4,8 +4,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import config
-from .io import atomic_open
+from raglab import config
+from raglab.assistant import build_assistant
+from raglab.course import artifacts
+from raglab.course.report import write_report
+from raglab.course.rubric import check, write_rubric
+from raglab.evaluation.scoreboard import format_scoreboard, run_golden
+from raglab.files import atomic_open
 
 NOTEBOOKS = config.PROJECT_ROOT / "notebooks"
 
@@ -44,9 +49,6 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
 
     import nbformat
 
-    from . import artifacts
-    from .check import check, write_rubric
-    from .report import write_report
 
     out = Path(out)
     out_dir = out / "notebooks"
@@ -80,8 +82,6 @@ def print_scoreboard(out: Path) -> dict:
     """The main job's last step: score the assistant on the Python-docs golden set and print it."""
     import json
 
-    from .assistant import build_assistant
-    from .evaluation import format_scoreboard, run_golden
 
     golden = config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl"
     board = run_golden(build_assistant("python-docs"), golden)

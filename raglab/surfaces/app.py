@@ -45,8 +45,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from . import config, guard
-from .generate import GeneratorUnavailable, whole_sentences
+from raglab import config
+from raglab.assistant import build_assistant
+from raglab.generate import GeneratorUnavailable, whole_sentences
+from raglab.surfaces import guard
 
 log = logging.getLogger("raglab.app")
 
@@ -343,7 +345,7 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
                      generator: str | None = None, trace_path: str | Path | None = None) -> Callable:
     """A function that builds the assistant (index loaded, or built once if missing)."""
     def load():
-        from .assistant import build_assistant
+        pass
 
         a = build_assistant(corpus, profile, settings, generator=generator)
         if trace_path is not None:

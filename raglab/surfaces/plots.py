@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .chunking import Chunk
+from raglab.chunking import Chunk
 
 
 def _plt():

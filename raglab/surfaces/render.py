@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import re
 
-from .assistant import Answer
+from raglab.assistant import Answer
 
 
 def answer_html(answer: Answer, chunk_text: dict[str, str]) -> str:

@@ -13,8 +13,8 @@ import html
 import re
 from pathlib import Path
 
-from . import artifacts
-from .io import atomic_open
+from raglab.course import artifacts
+from raglab.files import atomic_open
 
 # Charts the notebooks save, in the order the report shows them, with their captions.
 CHARTS = {

@@ -14,14 +14,21 @@ import re
 
 import numpy as np
 
-from .. import config
-from ..bm25 import BM25
-from ..chunking import ChunkSettings, chunk_document
-from ..corpus import PUBLIC, load_corpus
-from ..index import IndexNotReady, access_mask, document_changes, expected_manifest, index_name
-from ..io import crash_point
-from ..models import MINILM
-from .pgvector_store import PgVectorStore
+from raglab import config
+from raglab.bm25 import BM25
+from raglab.chunking import ChunkSettings, chunk_document
+from raglab.corpus import PUBLIC, load_corpus
+from raglab.embeddings import Embedder
+from raglab.files import crash_point
+from raglab.index import (
+    IndexNotReady,
+    access_mask,
+    document_changes,
+    expected_manifest,
+    index_name,
+)
+from raglab.packaged_models import MINILM
+from raglab.stores.pgvector_store import PgVectorStore
 
 
 def table_name(corpus: str, profile: str, settings: ChunkSettings) -> str:
@@ -70,7 +77,6 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     what changed (documents added/updated/deleted/unchanged, chunks, embedding cache hits)."""
     import json
 
-    from ..embeddings import Embedder
 
     profile = config.profile(profile)
     embedder = embedder or Embedder()

@@ -1,0 +1,95 @@
+"""TODO docstring."""
+from __future__ import annotations
+
+import re
+
+_RULE = re.compile(r"[=\-*~^]{4,}")          # the course's cleaning: reST underline rules
+
+
+_SENT_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+
+
+_ABBREV = {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "approx.", "fig.", "al."}
+
+
+def blank_rules(text: str) -> str:
+    """Replace reST underline rules by spaces of the same length, so offsets are kept.
+
+    >>> blank_rules("Title\\n=====\\nBody")
+    'Title\\n     \\nBody'
+    """
+    return _RULE.sub(lambda m: " " * len(m.group()), text)
+
+
+def clean(text: str) -> str:
+    """Indexed form of a chunk's text: underline rules removed, whitespace folded.
+
+    >>> clean("Title\\n=====\\n\\nSome   text.")
+    'Title Some text.'
+    """
+    return " ".join(_RULE.sub(" ", text).split())
+
+
+def sentence_ends(text: str) -> list[int]:
+    """Offsets just after each sentence-ending mark followed by space (abbreviations excluded).
+
+    >>> sentence_ends("It works, e.g. here. Next one! Done")
+    [20, 30]
+    """
+    ends = []
+    for m in _SENT_END.finditer(text):
+        word_start = text.rfind(" ", 0, m.start()) + 1
+        word_start = max(word_start, text.rfind("\n", 0, m.start()) + 1)
+        word = text[word_start:m.end()].lower().strip("\"')]")
+        if word in _ABBREV or re.fullmatch(r"\(?[0-9a-z]{1,2}[.)]", word):
+            continue
+        nxt = re.compile(r"\s*(\S)").match(text, m.end())
+        if nxt and nxt.group(1).islower():
+            continue
+        ends.append(m.end())
+    return ends
+
+
+def paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of the blank-line separated blocks in ``text[start:end]``, blanks trimmed.
+
+    >>> paragraphs("a b\\n\\n  c\\n", 0, 9)
+    [(0, 3), (7, 8)]
+    """
+    spans, pos = [], start
+    for m in list(re.finditer(r"\n[ \t]*\n", text[start:end])) + [None]:
+        stop = start + m.start() if m else end
+        block = text[pos:stop]
+        if block.strip():
+            lead = len(block) - len(block.lstrip())
+            spans.append((pos + lead, pos + len(block.rstrip())))
+        pos = start + m.end() if m else end
+    return spans
+
+
+MAX_SENTENCES = 24
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence: paragraphs cut at sentence ends, blanks trimmed.
+
+    >>> sentence_spans("First one. Second one.\\n\\nThird")
+    [(0, 10), (11, 22), (24, 29)]
+    """
+    spans = []
+    for a, b in paragraphs(text, 0, len(text)):
+        cuts = [a] + [a + e for e in sentence_ends(text[a:b])] + [b]
+        for s, e in zip(cuts, cuts[1:]):
+            piece = text[s:e]
+            if piece.strip():
+                spans.append((s + len(piece) - len(piece.lstrip()), s + len(piece.rstrip())))
+    return spans
+
+
+def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
+    """The sentences of a chunk, cleaned, at most ``limit``.
+
+    >>> sentences("First one. Second one.\\n\\nThird")
+    ['First one.', 'Second one.', 'Third']
+    """
+    return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
