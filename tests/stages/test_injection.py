@@ -24,7 +24,7 @@ from raglab.generate import (
 )
 from raglab.text import sentence_spans, sentences
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def load_suite(name: str) -> list[dict]:

@@ -19,7 +19,7 @@ from raglab.assistant import Assistant
 from raglab.generate import REFUSAL, ExtractiveGenerator
 from raglab.surfaces.app import create_app
 
-HERE = Path(__file__).parent / "browser"
+HERE = Path(__file__).parents[1] / "browser"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 PREMIUM_TOKEN = "browser-premium-token-0003"
 SETUP = ("apt-get update && apt-get install -y chromium && "
