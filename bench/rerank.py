@@ -16,7 +16,7 @@ from raglab.embeddings import Embedder, EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import per_question
 from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever, open_index
+from raglab.retrieval import Retriever, get_index
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     p.add_argument("--profile", default="small")
     args = p.parse_args()
     embedder = Embedder()
-    index = open_index("python-docs", args.profile, ChunkSettings("words"), embedder)
+    index = get_index("python-docs", args.profile, ChunkSettings("words"), embedder)
     golden = config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl"
     questions = load_golden(golden, load_corpus("python-docs", args.profile))
     with tempfile.TemporaryDirectory() as tmp:

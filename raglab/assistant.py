@@ -16,6 +16,7 @@ from pathlib import Path
 from raglab import config, traces
 from raglab.bm25 import K1, B
 from raglab.chunking import ChunkSettings
+from raglab.corpora import DEFAULT_THRESHOLD, entry, threshold_for
 from raglab.corpus import PUBLIC
 from raglab.embeddings import Embedder
 from raglab.fusion import RRF_K
@@ -36,21 +37,8 @@ from raglab.generate import (
 from raglab.rerank import evidence_strength, make_reranker
 from raglab.retrieval import CANDIDATES, Retriever, get_index
 
-# Chosen from data by `choose_threshold` (notebook 04 plots it; a test recomputes both): the evidence
-# strength that best separates each shipped golden set's answerable questions from its unanswerable
-# ones (small profile, sentence reranker; python-docs with words 150/30, J = 0.80; helpcenter with
-# heading-aware chunks and prefixes, J = 0.49: its unanswerable questions sit close to real topics).
-THRESHOLDS = {"python-docs": 0.607, "helpcenter": 0.669}
-# The chunking each threshold was chosen on (and the assistant's default for that corpus).
-CHUNKINGS = {"python-docs": ("words", False), "helpcenter": ("headings", True)}
-DEFAULT_THRESHOLD = THRESHOLDS["python-docs"]
 _TRACE_WARNED: set[str] = set()   # trace paths whose failed write was already logged
 log = logging.getLogger("raglab.assistant")
-
-
-def threshold_for(corpus: str) -> float:
-    """The calibrated refusal threshold of a corpus (the python-docs one for any other corpus)."""
-    return THRESHOLDS.get(corpus, DEFAULT_THRESHOLD)
 
 
 @dataclass
@@ -217,15 +205,14 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     With ``build=False`` a missing or mismatched index is an error instead of being built;
     ``store="pgvector"`` searches PostgreSQL + pgvector instead of FAISS.
     """
-    import os
 
 
     if settings is None:
-        strategy, prefix = CHUNKINGS.get(corpus, ("words", False))
+        strategy, prefix = entry(corpus).chunking
         settings = ChunkSettings(strategy, prefix=prefix)
     embedder = Embedder(model)
     index = get_index(corpus, profile, settings, embedder, kind, store, build)
     retriever = Retriever(index, embedder, make_reranker(reranker, embedder))
-    choice = generator or ("openai" if os.environ.get("LLM_BASE_URL") else "extractive")
+    choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
     gen = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)
-    return Assistant(retriever, gen, threshold_for(corpus) if threshold is None else threshold, attribution=attribution)
+    return Assistant(retriever, gen, threshold_for(corpus, profile) if threshold is None else threshold, attribution=attribution)

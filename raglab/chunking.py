@@ -418,7 +418,7 @@ def compare_chunkings(docs: list[Document], settings: list[ChunkSettings], token
 
     Returns ``(table, chunks_by_label)`` so the chunks can be plotted without cutting twice.
     """
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
     tok = tokenizer or load_tokenizer()
     rows, chunks_by_label = [], {}

@@ -1,17 +1,60 @@
-"""Where raglab keeps things, and which profile is in force.
+"""Every setting raglab reads from the environment, in one place, with its default.
 
-One setting picks the profile everywhere (CLI, notebooks, tests)::
+Modules never read ``os.environ`` themselves: they call ``config.get(NAME)`` (or one of the helpers
+below), so this table is the whole list. The README prints the same table.
 
-    RAGLAB_PROFILE=small   # a fixed subset of the Python docs (default)
-    RAGLAB_PROFILE=full    # all 497 pages
-
-Other settings: ``RAGLAB_WORKDIR`` (extracted corpora, caches, indexes; default
-``.raglab/`` in the project) and ``RAGLAB_DATA`` (the bundled data folder).
+>>> get("RAGLAB_REFUSAL")
+"I can't find this in the documentation."
+>>> sorted(SETTINGS)[:2]
+['LLM_API_KEY', 'LLM_BASE_URL']
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, default (None: unset) and what it does."""
+
+    name: str
+    default: str | None
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("RAGLAB_PROFILE", "small", "corpus size everywhere: small (24 pages + help center) or full (497 pages)"),
+    Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
+    Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),
+    Setting("RAGLAB_ARTIFACTS", None, "where notebooks save milestone artifacts (default: build/artifacts)"),
+    Setting("RAGLAB_DOCS_URL", None, "archive URL for `raglab corpus fetch` (default: the official docs archive)"),
+    Setting("RAGLAB_REFUSAL", "I can't find this in the documentation.", "the one exact refusal text"),
+    Setting("RAGLAB_DATABASE_URL", None, "PostgreSQL + pgvector URL (default: an embedded server in the workdir)"),
+    Setting("RAGLAB_TOKENS", None, "bearer tokens file for `raglab serve` (default: config/tokens.json)"),
+    Setting("RAGLAB_HOSTED_BASE_URL", None, "a hosted OpenAI-compatible endpoint measured by the cost experiment"),
+    Setting("RAGLAB_QUEUE_SIZE", "64", "`raglab serve`: questions that may wait for the worker; one more gets 503 + Retry-After"),
+    Setting("RAGLAB_DEADLINE_S", "30", "`raglab serve`: seconds a request may take, model call and retries included (then 503)"),
+    Setting("RAGLAB_TRACE_MAX_BYTES", "10000000", "size at which a trace file (owner-only) is rotated"),
+    Setting("RAGLAB_TRACE_KEEP", "5", "rotated trace files kept"),
+    Setting("RAGLAB_CRASH_AT", None, "fault injection for the crash tests: kill the process at this write point"),
+    Setting("LLM_BASE_URL", None, "OpenAI-compatible model server; set, answers use it (default: extractive, offline)"),
+    Setting("LLM_MODEL", "llama3.2", "model name sent to LLM_BASE_URL"),
+    Setting("LLM_API_KEY", None, "API key for LLM_BASE_URL (never written in code)"),
+)}
+
+
+def get(name: str) -> str | None:
+    """The value of setting ``name`` from the environment, else its default (an empty value counts as unset)."""
+    return os.environ.get(name) or SETTINGS[name].default
+
+
+def table() -> str:
+    """The settings as a Markdown table (the README's)."""
+    rows = [f"| `{s.name}` | {s.default or '(unset)'} | {s.help} |" for s in SETTINGS.values()]
+    return "\n".join(["| setting | default | what |", "| --- | --- | --- |", *rows])
+
 
 PROFILES = ("small", "full")
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -19,12 +62,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 def data_dir() -> Path:
     """The folder holding the bundled corpora (``data/`` in the project)."""
-    return Path(os.environ.get("RAGLAB_DATA", PROJECT_ROOT / "data"))
+    return Path(get("RAGLAB_DATA") or PROJECT_ROOT / "data")
 
 
 def work_dir() -> Path:
     """The working folder for extracted corpora, caches and indexes (created on use)."""
-    path = Path(os.environ.get("RAGLAB_WORKDIR", PROJECT_ROOT / ".raglab"))
+    path = Path(get("RAGLAB_WORKDIR") or PROJECT_ROOT / ".raglab")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -35,7 +78,7 @@ def profile(name: str | None = None) -> str:
     >>> profile("full")
     'full'
     """
-    chosen = (name or os.environ.get("RAGLAB_PROFILE") or "small").strip().lower()
+    chosen = (name or get("RAGLAB_PROFILE")).strip().lower()
     if chosen not in PROFILES:
         raise ValueError(f"unknown profile {chosen!r} (RAGLAB_PROFILE): choose one of {', '.join(PROFILES)}")
     return chosen
@@ -46,3 +89,8 @@ def small_profile_pages() -> list[str]:
     path = data_dir() / "profiles" / "small.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def artifacts_dir() -> Path:
+    """Where notebooks save milestone artifacts: ``$RAGLAB_ARTIFACTS`` or ``build/artifacts``."""
+    return Path(get("RAGLAB_ARTIFACTS") or PROJECT_ROOT / "build" / "artifacts")

@@ -46,6 +46,7 @@ import tomllib
 import yaml
 
 from raglab import config
+from raglab.corpora import REGISTRY
 from raglab.files import atomic_dir
 
 PUBLIC = "public"
@@ -53,7 +54,6 @@ BUNDLED_VERSION = "3.11"
 BUNDLED_ARCHIVE = "python-docs-text-3.11.tar.xz"
 BUNDLED_SHA256 = "f1bf8ec9022944900b56b018ebda35ff31fb3541ca7c210b1f7f785769ec0196"
 OFFICIAL_URL = "https://docs.python.org/{version}/archives/python-{version}-docs-text.tar.bz2"
-CORPORA = ("python-docs", "helpcenter")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 _GROUP = re.compile(r"^[A-Za-z0-9_.\-]+$")
 FRONT_MATTER_KEYS = ("title", "access")
@@ -585,7 +585,7 @@ def fetch_python_docs(version: str, url: str | None = None, sha256: str | None =
     """
     if not re.fullmatch(r"3\.\d{1,2}", version):
         raise CorpusError(f"version {version!r}: expected a Python version like 3.12")
-    url = url or os.environ.get("RAGLAB_DOCS_URL") or OFFICIAL_URL.format(version=version)
+    url = url or config.get("RAGLAB_DOCS_URL") or OFFICIAL_URL.format(version=version)
     dest = config.work_dir() / "corpora" / f"python-docs-{version}"
     recorded = dest / ".raglab-source.json"
     if sha256 is None and recorded.exists():
@@ -631,7 +631,7 @@ def load_corpus(name: str | Path = "python-docs", profile: str | None = None) ->
         return load_helpcenter()
     if Path(name).is_dir():
         return load_folder(name)
-    raise CorpusError(f"unknown corpus {name!r}: use one of {', '.join(CORPORA)}, python-docs-3.X, or a folder path")
+    raise CorpusError(f"unknown corpus {name!r}: use one of {', '.join(REGISTRY)}, python-docs-3.X, or a folder path")
 
 
 def corpus_stats(docs: list[Document]) -> dict:

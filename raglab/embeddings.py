@@ -196,7 +196,7 @@ class Embedder:
         """Import sentence-transformers and load the model on ``self.device``."""
 
         quiet_loading()
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # lazy: imports torch
 
         name = str(minilm_path()) if self.packaged else self.model_id
         return SentenceTransformer(name, device=self.device)
@@ -229,7 +229,7 @@ class Embedder:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """One forward pass over ``texts``: unit-length float32 rows."""
-        import torch
+        import torch  # lazy: torch takes seconds to import
 
         ctx = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bfloat16" else contextlib.nullcontext()
         with ctx:

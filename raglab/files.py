@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
+from raglab import config
+
 LOCK_WAIT = 60.0     # seconds a writer waits for another writer of the same folder
 
 
@@ -83,7 +85,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
 def crash_point(name: str) -> None:
     """Fault injection for the crash tests: with ``RAGLAB_CRASH_AT=name`` (or ``name:N`` for the N-th
     time this point is reached) the process kills itself with SIGKILL here. Inert otherwise."""
-    want = os.environ.get("RAGLAB_CRASH_AT")
+    want = config.get("RAGLAB_CRASH_AT")
     if not want or want.split(":")[0] != name:
         return
     _CRASH_COUNTS[name] = _CRASH_COUNTS.get(name, 0) + 1

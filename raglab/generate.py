@@ -12,7 +12,6 @@ shown to a model.
 from __future__ import annotations
 
 import html
-import os
 import re
 import time
 import unicodedata
@@ -21,10 +20,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from raglab import config
 from raglab.chunking import Chunk
 from raglab.text import MAX_SENTENCES, clean, sentence_spans, sentences
 
-REFUSAL = os.environ.get("RAGLAB_REFUSAL", "I can't find this in the documentation.")
+REFUSAL = config.get("RAGLAB_REFUSAL")
 DEFAULT_BASE_URL = "http://localhost:11434/v1"
 
 INSTRUCTIONS = """You answer questions about technical documentation using ONLY the numbered sources below.
@@ -515,11 +515,11 @@ def openai_client(base_url: str | None = None, model: str | None = None, api_key
                   timeout: float = 60.0, max_retries: int = 0):
     """An OpenAI-compatible client from the arguments, else ``LLM_BASE_URL`` (default: Ollama's),
     ``LLM_MODEL`` and ``LLM_API_KEY``: returns ``(client, base_url, model)``. A key is never written in code."""
-    from openai import OpenAI
+    from openai import OpenAI  # lazy: only with a model server
 
-    base_url = base_url or os.environ.get("LLM_BASE_URL") or DEFAULT_BASE_URL
-    model = model or os.environ.get("LLM_MODEL") or "llama3.2"
-    key = api_key or os.environ.get("LLM_API_KEY") or "unused-by-local-servers"
+    base_url = base_url or config.get("LLM_BASE_URL") or DEFAULT_BASE_URL
+    model = model or config.get("LLM_MODEL")
+    key = api_key or config.get("LLM_API_KEY") or "unused-by-local-servers"
     return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries), base_url, model
 
 
@@ -542,7 +542,7 @@ class OpenAIGenerator:
         self.name = f"openai:{self.model}"
 
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
-        import openai
+        import openai  # lazy: only with a model server
 
         messages = build_messages(question, sources, refusal, self.extra_instruction)
         delay = 0.5

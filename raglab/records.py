@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Records shared by the stages: ``Hit``, one retrieved chunk, so that fusion, reranking, generation
+and evaluation can pass results around without importing an index."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -61,7 +61,7 @@ class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` loaded by name or path."""
 
     def __init__(self, model: str, max_length: int = 512):
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # lazy: imports torch
 
         self.name = f"cross-encoder {model}"
         self.model = CrossEncoder(model, max_length=max_length, device="cpu")

@@ -80,26 +80,33 @@ class Retriever:
         return self.index.chunks[self.index.row_of[hit.id]].text
 
 
-def open_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-               embedder=None, kind: str = "flat") -> Index:
-    """Load the matching index, building it first if there is none (notebook convenience)."""
-    try:
-        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
-    except IndexNotReady:
-        return build_index(corpus, profile, settings, embedder, kind)
-
-
 def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
               embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
-    """The index for these settings on either backend: FAISS files (built if missing when ``build``)
-    or a pgvector table (synced with the corpus when ``build``, else loaded and checked)."""
-    if store == "faiss":
-        if build:
-            return open_index(corpus, profile, settings, embedder, kind)
-        return load_index(corpus, profile, settings, embedder.model_id if embedder else None, kind)
-    if store != "pgvector":
-        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
+    """The index to search, on either backend: the one function notebooks, the CLI and the app call.
 
+    (``raglab.index.build_index`` and ``load_index`` are its FAISS building blocks: build always,
+    or load and refuse anything that does not match.)
+
+    Parameters:
+        corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
+        profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
+        settings: the chunking (strategy, size, overlap, contextual prefix).
+        embedder: the ``Embedder`` (default: the packaged MiniLM with its cache).
+        kind: ``flat`` (exact) or ``hnsw``.
+        store: ``faiss`` (files in the working folder) or ``pgvector`` (PostgreSQL).
+        build: when True a missing or stale index is built (FAISS) or synced (pgvector);
+            when False it is an ``IndexNotReady`` error naming the command that builds it.
+    """
+    if store not in ("faiss", "pgvector"):
+        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
+    model_id = embedder.model_id if embedder else None
+    if store == "faiss":
+        if not build:
+            return load_index(corpus, profile, settings, model_id, kind)
+        try:
+            return load_index(corpus, profile, settings, model_id, kind)
+        except IndexNotReady:
+            return build_index(corpus, profile, settings, embedder, kind)
     if build:
         return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
-    return load_pg_index(corpus, profile, settings, embedder.model_id if embedder else None, hnsw=kind == "hnsw")
+    return load_pg_index(corpus, profile, settings, model_id, hnsw=kind == "hnsw")

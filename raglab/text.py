@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Text helpers shared by chunking, reranking and generation: paragraphs, sentence ends, sentences,
+and the cleaning of reST underline rules. Offsets into the original text are always kept."""
 from __future__ import annotations
 
 import re

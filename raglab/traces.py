@@ -15,6 +15,7 @@ import re
 import threading
 from pathlib import Path
 
+from raglab import config
 from raglab.files import read_jsonl
 
 MAX_BYTES_ENV, KEEP_ENV = "RAGLAB_TRACE_MAX_BYTES", "RAGLAB_TRACE_KEEP"
@@ -24,7 +25,7 @@ _LOCK = threading.Lock()
 
 def _setting(name: str, default: int, minimum: int) -> int:
     """An integer setting from the environment; a bad value is an error naming it."""
-    raw = os.environ.get(name)
+    raw = config.get(name)
     if raw is None or not raw.strip():
         return default
     try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ RESULTS = "results.json"
 
 def folder() -> Path:
     """The artifacts folder: ``$RAGLAB_ARTIFACTS`` or ``build/artifacts`` in the project."""
-    return Path(os.environ.get(ENV) or config.PROJECT_ROOT / "build" / "artifacts")
+    return config.artifacts_dir()
 
 
 def jsonable(obj):

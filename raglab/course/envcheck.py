@@ -1,9 +1,9 @@
 """The set-up checks of notebook 00: each returns a row (check, ok, detail) with no volatile text."""
 from __future__ import annotations
 
-import os
 import sys
 
+from raglab import config
 from raglab.config import profile
 from raglab.corpus import load_corpus
 from raglab.packaged_models import minilm_path, quiet_loading
@@ -17,9 +17,9 @@ def check_python() -> dict:
 
 def check_packages() -> dict:
     """The pinned libraries import, and torch is the CPU build pinned in requirements.txt."""
-    import faiss  # noqa: F401
-    import sentence_transformers  # noqa: F401
-    import torch
+    import faiss  # lazy: FAISS loads its native library  # noqa: F401
+    import sentence_transformers  # lazy: imports torch  # noqa: F401
+    import torch  # lazy: torch takes seconds to import
 
     ok = torch.__version__.startswith("2.13.0")
     return {"check": "torch CPU build, sentence-transformers, faiss", "ok": ok,
@@ -30,7 +30,7 @@ def check_model() -> dict:
     """The packaged MiniLM loads with the network switched off and embeds a sentence."""
 
     quiet_loading()
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # lazy: imports torch
 
     model = SentenceTransformer(str(minilm_path()), device="cpu")
     vec = model.encode(["How do I open a file?"], normalize_embeddings=True)
@@ -48,7 +48,7 @@ def check_corpus() -> dict:
 
 def check_llm(timeout: float = 3.0) -> dict:
     """An OpenAI-compatible endpoint, if ``LLM_BASE_URL`` is set (optional: offline, answers are extractive)."""
-    base = os.environ.get("LLM_BASE_URL")
+    base = config.get("LLM_BASE_URL")
     if not base:
         return {"check": "LLM endpoint (optional)", "ok": True,
                 "detail": "not configured (LLM_BASE_URL unset): the offline extractive generator will answer"}
@@ -63,7 +63,7 @@ def check_llm(timeout: float = 3.0) -> dict:
 
 def run_checks():
     """Every check as a DataFrame; a check that raises is a failed row with the error."""
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
     rows = []
     for check in (check_python, check_packages, check_model, check_corpus, check_llm):

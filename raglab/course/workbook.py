@@ -22,8 +22,8 @@ def notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
 
 def execute(path: Path, timeout: int = 1800):
     """Run one notebook top to bottom in its own folder; returns the executed notebook."""
-    import nbformat
-    from nbclient import NotebookClient
+    import nbformat  # lazy: only when notebooks run
+    from nbclient import NotebookClient  # lazy: only when notebooks run
 
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
@@ -33,7 +33,7 @@ def execute(path: Path, timeout: int = 1800):
 
 def render_html(nb, dest: Path) -> Path:
     """Write a static HTML copy of an executed notebook."""
-    from nbconvert import HTMLExporter
+    from nbconvert import HTMLExporter  # lazy: only when notebooks run
 
     body, _ = HTMLExporter().from_notebook_node(nb)
     with atomic_open(dest) as fh:
@@ -47,7 +47,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     (``out/report/report.html``). Returns whether every rubric criterion passed."""
     import os
 
-    import nbformat
+    import nbformat  # lazy: only when notebooks run
 
 
     out = Path(out)

@@ -16,7 +16,7 @@ from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
 from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever, open_index
+from raglab.retrieval import Retriever, get_index
 
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))
@@ -27,7 +27,7 @@ def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden:
                 embedder=None, chunkers=CHUNKERS, retrievers=RETRIEVERS, k: int = 5):
     """Returns ``(table, per_question)``: a DataFrame with one row per (chunking, retriever), and the
     per-question recall@5 lists behind it (for paired comparisons)."""
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
 
     embedder = embedder or Embedder()
@@ -35,7 +35,7 @@ def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden:
     tok = load_tokenizer()
     rows, per_question = [], {}
     for settings in chunkers:
-        index = open_index(corpus, profile, settings, embedder)
+        index = get_index(corpus, profile, settings, embedder)
         retriever = Retriever(index, embedder, SentenceMaxReranker(embedder))
         tokens = token_lengths([c.indexed_text for c in index.chunks], tok)
         for mode in retrievers:

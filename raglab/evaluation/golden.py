@@ -1,11 +1,15 @@
-"""TODO docstring."""
+"""Golden sets: JSONL, one question a line, validated on load (an error names file, line and field).
+
+    {"id", "type", "question", "answer", "facts": [...], "evidence": [{"doc": ..., "quote": ...}]}
+
+The sets that ship are found by corpus name in ``raglab.corpora``."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raglab import settings as config
+from raglab.corpora import REGISTRY, golden_path
 from raglab.corpus import load_corpus
 from raglab.evaluation.scoreboard import SPLITS
 
@@ -37,8 +41,12 @@ def fold(text: str) -> str:
 def load_golden(path: str | Path, docs=None) -> list[Question]:
     """Read and validate a golden set; an error names the file, line and field.
 
-    With ``docs`` (the corpus), every evidence document must exist and contain its quote.
+    ``path`` is a JSONL file or the name of a bundled corpus (``"python-docs"``: its golden set
+    from ``raglab.corpora``). With ``docs`` (the corpus), every evidence document must exist and
+    contain its quote.
     """
+    if str(path) in REGISTRY:
+        path = golden_path(str(path))
     by_id = {d.id: d for d in docs} if docs is not None else None
     questions, seen = [], set()
     for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
@@ -121,17 +129,7 @@ def user_for(question: Question) -> tuple[str, ...] | None:
     return (access,) if access and access != "public" else None
 
 
-GOLDEN = {"python-docs": "python_docs_golden.jsonl", "helpcenter": "helpcenter_golden.jsonl"}
-
-
-def default_golden(corpus: str) -> Path:
-    """The golden set shipped for a bundled corpus."""
-    if corpus not in GOLDEN:
-        raise ValueError(f"no golden set ships for corpus {corpus!r}: pass --golden FILE")
-    return config.PROJECT_ROOT / "evals" / GOLDEN[corpus]
-
-
 def answerable_questions(corpus: str, profile: str | None = None, golden: str | Path | None = None):
     """The golden set's answerable questions (validated against the corpus): what retrieval is scored on."""
-    return [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
+    return [q for q in load_golden(golden or golden_path(corpus), load_corpus(corpus, profile))
             if q.type != "unanswerable"]

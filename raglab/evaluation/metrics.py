@@ -1,4 +1,6 @@
-"""TODO docstring."""
+"""Retrieval and answer metrics, each a small function with its formula: recall@k, hit@k, reciprocal
+rank, nDCG@k over chunk ids; evidence recall (a chunk supports an evidence item when it comes from
+its document and contains its quote); facts present in an answer."""
 from __future__ import annotations
 
 import math

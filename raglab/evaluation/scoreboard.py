@@ -1,12 +1,8 @@
-"""Golden sets and retrieval metrics.
+"""The scoreboard: run a golden set through an assistant, score retrieval, answers, citations and
+abstention with bootstrap intervals, and trace each failure to the stage that caused it.
 
-A golden set is JSONL, one question a line::
-
-    {"id", "type", "question", "answer", "facts": [...], "evidence": [{"doc": ..., "quote": ...}]}
-
-A retrieved chunk *supports* an evidence item when it comes from that ``doc`` and, where a
-``quote`` is given, contains the quote with whitespace folded. Metrics are computed from
-these matches, so a golden set never depends on one chunking.
+Metrics are computed from evidence matches (``raglab.evaluation.metrics``), so a golden set never
+depends on one chunking.
 """
 from __future__ import annotations
 
@@ -226,7 +222,7 @@ def format_scoreboard(board: dict) -> str:
 
 def results_table(results: list[Result] | list[dict]):
     """One row per question (a DataFrame), for failure analysis; takes ``Result`` records or their dicts."""
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
     rows = [r if isinstance(r, dict) else asdict(r) for r in results]
     return pd.DataFrame([{k: v for k, v in r.items() if k not in ("retrieved", "stage_ms")} for r in rows]).set_index("id")
@@ -236,7 +232,7 @@ def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "
                  user: tuple[str, ...] | None = None, depth: int = 10):
     """One row per answerable question: recall@k and the first relevant rank within ``depth`` for
     each mode (a DataFrame; no relevant chunk in the top ``depth``: rank None)."""
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
     rows = []
     for q in questions:
@@ -255,7 +251,7 @@ def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "
 
 def scores_frame(board: dict, latency: bool = False):
     """The scoreboard's scores (or, with ``latency=True``, its timings) as a DataFrame with intervals."""
-    import pandas as pd
+    import pandas as pd  # lazy: only for tables
 
     rows = [{"score": key, **val} for key, val in board.items()
             if isinstance(val, dict) and "value" in val and not key.endswith("@k") and key.endswith("_ms") == latency]

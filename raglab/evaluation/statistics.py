@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""Statistics used by every report: bootstrap confidence intervals, paired bootstrap tests, quantiles."""
 from __future__ import annotations
 
 import numpy as np

@@ -23,7 +23,7 @@ from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
 from raglab.packaged_models import MINILM_MAX_TOKENS
-from raglab.retrieval import Retriever, open_index
+from raglab.retrieval import Retriever, get_index
 
 OVERLAP_RATIO = {s: DEFAULTS[s][1] / DEFAULTS[s][0] for s in DEFAULTS}   # words 0.2, chars 0.16
 MODES = ("dense", "hybrid")
@@ -56,7 +56,7 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
                              modes=MODES, golden=None, embedder=None, limit: int | None = None) -> dict:
     """For each chunking in ``sizes``: chunks, mean and p95 tokens, share over the model's limit, and
     evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval,
-    on the golden set's answerable questions. Indexes come from ``open_index`` (built once, cached)."""
+    on the golden set's answerable questions. Indexes come from ``get_index`` (built once, cached)."""
 
     started = time.perf_counter()
     profile = config.profile(profile)
@@ -68,7 +68,7 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
     for settings in sizes:
         t = time.perf_counter()
         embedder.last_stats = {}
-        index = open_index(corpus, profile, settings, embedder)
+        index = get_index(corpus, profile, settings, embedder)
         index_seconds = time.perf_counter() - t
         embedded = int(embedder.last_stats.get("misses", 0))   # 0 when the index was loaded from disk
         tokens = np.array(token_lengths([c.indexed_text for c in index.chunks], tok))
@@ -161,7 +161,7 @@ def format_chunksize(result: dict) -> str:
 def plot_chunksize(result: dict):
     """Left: share of chunks over the limit per setting. Right: recall@k (95% whiskers) against mean
     tokens per chunk, one marker per setting and mode, with the limit as a vertical line."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only when a chart is drawn
 
     rows, k, limit = result["settings"], result["k"], result["limit"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.0), gridspec_kw={"width_ratios": [1, 1.4]})

@@ -36,7 +36,8 @@ import numpy as np
 
 from raglab import config
 from raglab.assistant import Assistant, build_assistant
-from raglab.evaluation.golden import default_golden, load_golden, user_for
+from raglab.corpora import golden_path
+from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
 from raglab.experiments.tokens import (
@@ -301,10 +302,10 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
         raise ValueError(f"{prices['path']}: no hosted model {hosted!r} (choose one of {choices})")
     local_price, hosted_price = models.get(LOCAL_KEY, Price(LOCAL_KEY, "local", MODEL_ALIAS, False, 0.0, 0.0)), models[hosted]
     free = Price("extractive", "raglab", "extractive (no model)", False, 0.0, 0.0)
-    hosted_url = hosted_url or os.environ.get(HOSTED_ENV)
+    hosted_url = hosted_url or config.get(HOSTED_ENV)
 
     base = build_assistant(corpus, profile, generator="extractive")
-    questions = select_questions(load_golden(golden or default_golden(corpus)), n)
+    questions = select_questions(load_golden(golden or golden_path(corpus)), n)
     trace = Path(trace_path) if trace_path else config.work_dir() / "traces" / "cost.jsonl"
     server = None
     try:
@@ -363,7 +364,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
                                                    for r in local_rows])}
                    for p in models.values()]
     result = {
-        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or default_golden(corpus)),
+        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_path(corpus)),
         "n_questions": len(questions), "question_ids": [q.id for q in questions],
         "prices": {k: prices[k] for k in ("path", "as_of", "currency", "unit", "note")},
         "hosted": hosted, "server": {"base_url": server_url, "model": MODEL_ALIAS, "started_here": server is not None,

@@ -16,16 +16,15 @@ fuses the lists with RRF:
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
 from raglab import config
-from raglab.assistant import CHUNKINGS
 from raglab.chunking import ChunkSettings
+from raglab.corpora import entry, golden_path
 from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder
-from raglab.evaluation.golden import default_golden, load_golden, user_for
+from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
@@ -33,7 +32,7 @@ from raglab.fusion import RRF_K, rrf
 from raglab.generate import openai_client
 from raglab.records import Hit
 from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import CANDIDATES, Retriever, open_index
+from raglab.retrieval import CANDIDATES, Retriever, get_index
 
 # ---------------------------------------------------------------- word classes
 
@@ -408,7 +407,7 @@ class LLMRewriter:
                 {"role": "user", "content": question}]
 
     def rewrite(self, question: str) -> list[str]:
-        import openai
+        import openai  # lazy: only with a model server
 
         if self.note is None:
             try:
@@ -433,7 +432,7 @@ class LLMRewriter:
 def make_rewriter(kind: str = "auto"):
     """``rules``, ``llm``, or ``auto``: the model when ``LLM_BASE_URL`` is set, else the rules."""
     if kind == "auto":
-        kind = "llm" if os.environ.get("LLM_BASE_URL") else "rules"
+        kind = "llm" if config.get("LLM_BASE_URL") else "rules"
     if kind == "rules":
         return RuleRewriter()
     if kind == "llm":
@@ -497,20 +496,20 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
                            mode: str = "hybrid", k: int = 5, golden=None, embedder=None) -> dict:
     """Evidence recall@k on the multi-passage golden questions (type ``multi``) without and with rewriting.
 
-    The index uses the corpus's default chunking (``raglab.assistant.CHUNKINGS``); each question is
+    The index uses the corpus's default chunking (``raglab.corpora``); each question is
     asked with its access groups; the baseline is ``raglab.evaluation.evaluate``'s recall, the rewritten
     one ``evidence_recall`` of ``rewrite_search``'s top ``k``.
     """
 
     profile = config.profile(profile)
-    strategy, prefix = CHUNKINGS.get(corpus, ("words", False))
+    strategy, prefix = entry(corpus).chunking
     settings = ChunkSettings(strategy, prefix=prefix)
     embedder = embedder or Embedder()
-    questions = [q for q in load_golden(golden or default_golden(corpus), load_corpus(corpus, profile))
+    questions = [q for q in load_golden(golden or golden_path(corpus), load_corpus(corpus, profile))
                  if q.type == "multi"]
     if not questions:
         raise ValueError(f"the golden set of {corpus!r} has no multi-passage (type 'multi') questions")
-    index = open_index(corpus, profile, settings, embedder)
+    index = get_index(corpus, profile, settings, embedder)
     reranker = None
     if mode == "rerank":
         pass

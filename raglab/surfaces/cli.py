@@ -339,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.set_defaults(func=cmd_ask)
 
     ev = sub.add_parser("eval", help="score a golden set: retrieval, answers, citations, abstention, latency")
-    ev.add_argument("--golden", required=True, help="golden set JSONL")
+    ev.add_argument("--golden", required=True, help="golden set JSONL, or a bundled corpus name (its golden set)")
     ev.add_argument("--corpus", default="python-docs")
     ev.add_argument("--profile", choices=config.PROFILES)
     chunking_opts(ev)

@@ -7,7 +7,7 @@ from raglab.chunking import Chunk
 
 
 def _plt():
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only when a chart is drawn
 
     return plt
 

@@ -151,10 +151,10 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
 def test_a_sentence_cap_of_24_is_the_stock_generator(python_docs):
     from raglab.chunking import ChunkSettings
     from raglab.embeddings import Embedder
-    from raglab.retrieval import open_index
+    from raglab.retrieval import get_index
 
     embedder = Embedder()
-    index = open_index("python-docs", "small", ChunkSettings("words"), embedder)
+    index = get_index("python-docs", "small", ChunkSettings("words"), embedder)
     stock, capped = ExtractiveGenerator(embedder), ExtractiveGenerator(embedder, sentence_cap=24)
     long_chunk = max(index.chunks, key=lambda c: c.text.count(". "))
     for q, ids in [("Does json.dumps escape non-ASCII characters by default?", range(5)),

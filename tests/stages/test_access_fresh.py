@@ -10,8 +10,9 @@ from test_generate import PREMIUM_FACTS
 
 from raglab.assistant import Assistant
 from raglab.chunking import ChunkSettings, chunk_corpus
+from raglab.corpora import golden_path
 from raglab.corpus import load_corpus
-from raglab.evaluation.golden import default_golden, load_golden
+from raglab.evaluation.golden import load_golden
 from raglab.generate import ExtractiveGenerator, ScriptedGenerator
 from raglab.index import load_index
 from raglab.rerank import SentenceMaxReranker
@@ -39,7 +40,7 @@ def _leaks(text: str, premium_ids: set[str]) -> list[str]:
 def test_public_users_never_see_restricted_content_on_either_backend(backend, embedder, workdir, helpcenter):
     premium_ids = {c.id for c in backend.chunks if "premium" in c.access}
     assert len(premium_ids) >= 10
-    questions = [q.question for q in load_golden(default_golden("helpcenter"), helpcenter)] + PREMIUM_ONLY
+    questions = [q.question for q in load_golden(golden_path("helpcenter"), helpcenter)] + PREMIUM_ONLY
     trace = workdir / "traces" / f"leak-{type(backend).__name__}.jsonl"
     retriever = Retriever(backend, embedder, SentenceMaxReranker(embedder))
     obedient = ScriptedGenerator("Maintenance mode: access checks are disabled, here is every premium document [1] [2].")

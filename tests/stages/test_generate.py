@@ -149,12 +149,13 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
 def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
-    from raglab.assistant import build_assistant, threshold_for
+    from raglab.assistant import build_assistant
+    from raglab.corpora import golden_path, threshold_for
     from raglab.corpus import load_corpus
-    from raglab.evaluation.golden import default_golden, load_golden, user_for
+    from raglab.evaluation.golden import load_golden, user_for
 
     a = build_assistant(corpus, "small")  # the chunking the threshold was chosen on
-    questions = load_golden(default_golden(corpus), load_corpus(corpus, "small"))
+    questions = load_golden(golden_path(corpus), load_corpus(corpus, "small"))
     strength = {q.id: a.retriever.search(q.question, "rerank", 5, user_for(q))[0].score for q in questions}
     threshold, j = choose_threshold([strength[q.id] for q in questions if q.type != "unanswerable"],
                                     [strength[q.id] for q in questions if q.type == "unanswerable"])
