@@ -51,7 +51,7 @@ def count_tokens(text: str) -> int:
 @lru_cache(maxsize=1)
 def _chat_formatter():
     """The GGUF's chat template, rendered as llama-cpp-python's server renders it."""
-    from llama_cpp.llama_chat_format import (
+    from llama_cpp.llama_chat_format import (  # lazy: only for the local model server
         Jinja2ChatFormatter,  # lazy: only for the local model server
     )
 

