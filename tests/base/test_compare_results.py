@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "compare_results.py"
 
 BEFORE = {"retrieval": {"hybrid": {"recall@5": {"value": 0.806, "ci_low": 0.677}}, "latency_p50_ms": 12.5},
