@@ -25,9 +25,6 @@ from raglab.evaluation.metrics import (
 from raglab.evaluation.statistics import bootstrap_ci, percentile, quantile
 from raglab.generate import Source, check_citations
 
-SPLITS = ("dev", "test")
-
-
 # ---------------------------------------------------------------- metrics on ranked id lists
 
 
