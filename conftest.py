@@ -27,6 +27,8 @@ def _slow(item) -> bool:
         return True
     if type(item).__name__ == "DoctestItem":
         return item.name.startswith(SLOW_DOCTESTS)
+    if "pgvector" in item.nodeid.split("::")[-1]:     # a parameter that starts PostgreSQL
+        return True
     return bool(SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())))
 
 

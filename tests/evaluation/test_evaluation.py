@@ -63,6 +63,7 @@ def test_metrics_equal_pytrec_eval_on_random_runs():
         assert ndcg(ranked, qrels[q], 10) == pytest.approx(ref[q]["ndcg_cut_10"], rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_hit_rate_and_mrr_equal_ranx_on_random_runs():
     from ranx import Qrels, Run, evaluate
 

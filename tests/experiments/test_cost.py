@@ -27,6 +27,8 @@ from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_t
 from raglab.generate import Source, build_messages
 from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 
 @pytest.fixture(scope="module")
 def server():

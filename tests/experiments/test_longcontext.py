@@ -26,6 +26,8 @@ from raglab.experiments.longcontext import (
 from raglab.experiments.tokens import count_message_tokens, count_tokens
 from raglab.generate import ExtractiveGenerator, Source, build_messages
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 
 class LuceneOkapi(BM25Okapi):
     """rank_bm25's Okapi BM25 with Lucene's idf (the reference scorer, independent of raglab.bm25)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from raglab import config
+from raglab.corpora import golden_path
 from raglab.corpus import (
     BUNDLED_SHA256,
     CorpusError,
@@ -44,7 +45,7 @@ def test_full_profile_has_every_page_and_attribution_pages():
 def test_small_profile_is_a_subset_and_holds_every_golden_page(python_docs):
     listed = config.small_profile_pages()
     assert [d.id for d in python_docs] == sorted(listed)
-    for golden in sorted(Path(config.PROJECT_ROOT, "evals").glob("python_docs*.jsonl")):
+    for golden in [golden_path("python-docs", "small")]:      # the full-docs set spans all 497 pages
         for record in read_jsonl(golden):
             for ev in record.get("evidence", []):
                 assert ev["doc"] in listed, f"{golden.name}: {ev['doc']} is not in the small profile"

@@ -146,6 +146,7 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
     assert answer.citations[0].doc == "plus/priority-support.md"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
 def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""

@@ -18,6 +18,8 @@ from raglab.chunking import ChunkSettings
 from raglab.files import dir_lock
 from raglab.index import IndexNotReady, build_index, index_name, load_index
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 SETTINGS = ChunkSettings("words", 40, 0)
 MODEL = "hash-embedder"
 HERE = Path(__file__).parent

@@ -166,6 +166,7 @@ def test_no_sentence_of_the_small_python_docs_is_flagged(python_docs):
     assert flagged(python_docs) == []
 
 
+@pytest.mark.slow
 def test_under_one_in_a_thousand_sentences_of_the_full_python_docs_is_flagged():
     every = [(d.id, text) for d in load_corpus("python-docs", "full") for text in sentences(d.text, limit=10**9)]
     hits = [(doc, text) for doc, text in every if instruction_like(text)]

@@ -19,6 +19,8 @@ from raglab.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
 from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
 from raglab.surfaces.cli import main
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 REASONS = {"weak-evidence", "model-refused", "invalid-citation", "no-citation", "unsupported-claim"}
 
 

@@ -14,6 +14,8 @@ from raglab.chunking import Chunk
 from raglab.stores import pgvector_store as pgs
 from raglab.stores.pgvector_store import PgVectorStore
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 DIM, DOCS, PER_DOC, K = 384, 100, 30, 10
 
 

@@ -19,6 +19,8 @@ from raglab.assistant import Assistant
 from raglab.generate import REFUSAL, ExtractiveGenerator
 from raglab.surfaces.app import create_app
 
+pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
+
 HERE = Path(__file__).parents[1] / "browser"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 PREMIUM_TOKEN = "browser-premium-token-0003"
