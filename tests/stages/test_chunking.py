@@ -247,6 +247,7 @@ def test_settings_are_validated():
     assert ChunkSettings("chars").label() == "chars 500/80"
 
 
+@pytest.mark.slow
 def test_token_lengths_match_the_transformers_tokenizer(python_docs):
     from transformers import AutoTokenizer
 

@@ -56,6 +56,7 @@ def refuse(*args, **kwargs):
     raise AssertionError("the model must not be called")
 
 
+@pytest.mark.slow
 def test_vectors_match_the_plain_call(cache, reference, chunk_texts):
     embedder = Embedder(cache=cache, batch_size=2)
     texts = chunk_texts + SHORT
@@ -66,6 +67,7 @@ def test_vectors_match_the_plain_call(cache, reference, chunk_texts):
     assert embedder.dim == 384 and embedder.max_tokens == 256 and embedder.model_id == MINILM == "all-MiniLM-L6-v2"
 
 
+@pytest.mark.slow
 def test_bfloat16_stays_within_tolerance(reference, chunk_texts):
     vectors = Embedder(cache=False, precision="bfloat16").encode(chunk_texts)
     assert vectors.dtype == np.float32 and (vectors * reference(chunk_texts)).sum(axis=1).min() > 0.999
