@@ -202,10 +202,20 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     """An assistant over one corpus with everything defaulted: the packaged MiniLM, the offline
     sentence reranker, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
 
-    With ``build=False`` a missing or mismatched index is an error instead of being built;
-    ``store="pgvector"`` searches PostgreSQL + pgvector instead of FAISS.
+    Parameters:
+        corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
+        profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
+        settings: the chunking (``ChunkSettings``); None takes the corpus's default from ``raglab.corpora``.
+        generator: ``extractive`` or ``openai``; None picks ``openai`` when ``LLM_BASE_URL`` is set.
+        reranker: a cross-encoder model name; None uses the offline sentence reranker.
+        threshold: the evidence strength below which the assistant refuses; None takes the corpus's
+            calibrated one (``raglab.corpora.threshold_for``).
+        attribution: attach a source to each uncited sentence of a model's answer (post-hoc).
+        model: a sentence-transformers model name; None uses the packaged MiniLM.
+        kind: ``flat`` (exact) or ``hnsw``.
+        build: when False a missing or mismatched index is an error instead of being built.
+        store: ``faiss`` or ``pgvector`` (PostgreSQL + pgvector).
     """
-
 
     if settings is None:
         strategy, prefix = entry(corpus).chunking

@@ -378,7 +378,6 @@ def load_tokenizer():
     """The packaged MiniLM's own word-piece tokenizer (``tokenizers``, no truncation), loaded once."""
     from tokenizers import Tokenizer
 
-
     tok = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
@@ -394,7 +393,6 @@ def token_lengths(texts: list[str], tokenizer=None) -> list[int]:
 def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -> dict:
     """Counts for one chunking: chunks, documents, word and token lengths, chunks over the model's limit."""
     import numpy as np
-
 
     limit = limit or MINILM_MAX_TOKENS
     words = np.array([len(c.indexed_text.split()) for c in chunks])

@@ -77,7 +77,6 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     what changed (documents added/updated/deleted/unchanged, chunks, embedding cache hits)."""
     import json
 
-
     profile = config.profile(profile)
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)

@@ -67,7 +67,15 @@ class Retriever:
         return self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k]
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
-        """Run one mode; an empty query or an unknown mode is a clear error."""
+        """Run one mode; an empty query or an unknown mode is a clear error.
+
+        Parameters:
+            query: the question as the user typed it.
+            mode: ``dense``, ``bm25``, ``hybrid`` (RRF of both) or ``rerank`` (hybrid, then the reranker).
+            k: how many hits to return, best first.
+            user: the caller's access groups (``public`` is always included); rows the user may not
+                see are never scored.
+        """
         if not query or not query.strip():
             raise ValueError("empty query: ask something")
         if mode not in MODES:

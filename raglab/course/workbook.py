@@ -49,7 +49,6 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
 
     import nbformat  # lazy: only when notebooks run
 
-
     out = Path(out)
     out_dir = out / "notebooks"
     where = Path(os.environ.setdefault(artifacts.ENV, str((out / "artifacts").resolve())))
@@ -81,7 +80,6 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
 def print_scoreboard(out: Path) -> dict:
     """The main job's last step: score the assistant on the Python-docs golden set and print it."""
     import json
-
 
     golden = config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl"
     board = run_golden(build_assistant("python-docs"), golden)

