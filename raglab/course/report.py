@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from raglab.course import artifacts
+from raglab.experiments.registry import EXPERIMENTS
 from raglab.files import atomic_open
 
 # Charts the notebooks save, in the order the report shows them, with their captions.
@@ -25,15 +26,6 @@ CHARTS = {
     "bakeoff_size": "Recall against chunk size in the bake-off.",
     "exp_chunksize": "Chunk size against the model's limit: share over the limit, and recall against size.",
 }
-EXPERIMENTS = {
-    "rewrite": ("Query rewriting for multi-part questions", "raglab experiment rewrite", "format_rewrite", "rewrite"),
-    "longcontext": ("When not to use RAG: a long-context baseline", "raglab experiment longcontext",
-                    "format_longcontext", "longcontext"),
-    "cost": ("Cost and latency per answer", "raglab experiment cost", "format_cost", "cost"),
-    "chunksize": ("Chunk size against the model's limit", "raglab experiment chunksize", "format_chunksize", "chunksize"),
-}
-
-
 def _ci(d: dict | None, digits: int = 3) -> str:
     """``value [low, high]`` from a bootstrap dict."""
     if not d or d.get("value") is None:
@@ -176,17 +168,15 @@ def _risks(r: dict) -> list[str]:
 
 
 def _experiments(r: dict) -> list[str]:
-    import importlib
-
     done = r.get("experiments", {})
     out = ["## Stretch experiments", ""]
-    for key, (title, command, formatter, module) in EXPERIMENTS.items():
-        out += [f"### {title}", ""]
+    for key, experiment in EXPERIMENTS.items():
+        out += [f"### {experiment.title}", ""]
         if key not in done:
-            out += [f"Not run (`{command}`).", ""]
+            out += [f"Not run (`{experiment.command}`).", ""]
             continue
-        text = getattr(importlib.import_module(f".{module}", __package__), formatter)(done[key])
-        out += [f"Command: `{command}`.", "", "```text", text.rstrip(), "```", ""]
+        text = experiment.format(done[key])
+        out += [f"Command: `{experiment.command}`.", "", "```text", text.rstrip(), "```", ""]
     return out
 
 

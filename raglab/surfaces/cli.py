@@ -45,6 +45,7 @@ from raglab.course.workbook import run_workbook
 from raglab.embeddings import Embedder
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
+from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
 from raglab.files import atomic_open, write_jsonl
 from raglab.index import build_index
@@ -239,17 +240,8 @@ def cmd_report(args) -> int:
     return 0
 
 
-EXPERIMENTS = {"rewrite": ("rewrite", "run_rewrite_experiment", "format_rewrite"),
-               "longcontext": ("longcontext", "run_longcontext_experiment", "format_longcontext"),
-               "cost": ("cost", "run_cost_experiment", "format_cost"),
-               "chunksize": ("chunksize", "run_chunksize_experiment", "format_chunksize")}
-
-
 def cmd_experiment(args) -> int:
-    import importlib
-
-    module, run, fmt = EXPERIMENTS[args.name]
-    mod = importlib.import_module(f".{module}", __package__)
+    experiment = EXPERIMENTS[args.name]
     options = {"corpus": args.corpus, "profile": args.profile}
     if args.name == "rewrite":
         options["rewriter"] = make_rewriter(args.rewriter)
@@ -257,8 +249,8 @@ def cmd_experiment(args) -> int:
         options["n"] = args.n
     if args.name == "longcontext":
         options["generator"] = args.generator or "extractive"
-    result = getattr(mod, run)(**options)
-    print(getattr(mod, fmt)(result))
+    result = experiment.run(**options)
+    print(experiment.format(result))
     if args.json:
         with atomic_open(args.json) as fh:
             json.dump(jsonable(result), fh, indent=1)

@@ -117,3 +117,11 @@ def test_public_api_resolves():
         assert getattr(rl, name) is not None, name
     with pytest.raises(AttributeError):
         rl.no_such_name
+
+
+def test_no_hidden_dynamic_imports():
+    """``importlib.import_module`` would hide an import from the contract: only the lazy package
+    ``__init__`` files use it (to load a submodule of their own on first use)."""
+    hidden = [f"{path.relative_to(ROOT)}:{i}" for path, _ in modules() if path.name != "__init__.py"
+              for i, line in enumerate(path.read_text().split("\n"), 1) if "import_module(" in line]
+    assert not hidden, hidden
