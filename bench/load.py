@@ -7,7 +7,7 @@ comes first, and stops the server by its PID. Prints requests, errors (anything 
 throughput, latency percentiles, refusals, and how many public answers contain a premium-only fact (must be 0).
 
 Part ``model``: the same service with the OpenAI-compatible generator pointed at a stand-in model server
-(``raglab.fakemodel``, started here on 127.0.0.1 and stopped here) and ``--deadline`` / ``--queue-size``.
+(``raglab.surfaces.fakemodel``, started here on 127.0.0.1 and stopped here) and ``--deadline`` / ``--queue-size``.
 Only questions that reach the model (not refused for weak evidence) are asked. Four phases of
 ``--phase-seconds`` each (at most ``--phase-requests`` requests; a client pauses 0.2 s after a 503): a
 slow model (``--slow`` s a call, within the deadline), a stalled one (``--stalled`` s, past it), a failing

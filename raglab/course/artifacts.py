@@ -6,8 +6,8 @@ into one results file, ``results.json``, one section per milestone; bulky record
 answers) go into their own JSONL files and charts into PNG files beside it. Every write goes
 to a temporary name first, then is renamed, so a crashed notebook never leaves half a file.
 
-``raglab check DIR`` reads them back (``raglab.check``) and ``raglab report`` turns them into
-the course's write-up (``raglab.report``).
+``raglab check DIR`` reads them back (``raglab.course.rubric``) and ``raglab report`` turns them into
+the course's write-up (``raglab.course.report``).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from raglab.packaged_models import smollm2_gguf
 
-N_CTX = 4096                  # the context window raglab.llm.start_server gives the local server
+N_CTX = 4096                  # the context window raglab.packaged_models.start_server gives the local server
 
 
 MAX_TOKENS = 300              # OpenAIGenerator's default answer budget

@@ -17,7 +17,7 @@ event loop stays free for ``/health`` and for queueing while a question is answe
 A slow or failing model must not hold every caller: at most ``queue_size`` questions wait for the
 worker (``$RAGLAB_QUEUE_SIZE``, default 64; one more is a 503 with ``Retry-After``), and each request
 has a deadline (``$RAGLAB_DEADLINE_S``, default 30 s) counted from its arrival: the model call gets
-the time left as its timeout (``raglab.guard``), so the worker is free again when the deadline
+the time left as its timeout (``raglab.surfaces.guard``), so the worker is free again when the deadline
 passes, and the caller gets a 503. A model server that answers with an error or a malformed
 response is a 502 with a one-line reason. ``/health`` without a token says only that the service is
 up; with a token it adds the index, the chunks that token may see, the generator and the queue.
@@ -49,7 +49,7 @@ from raglab.assistant import build_assistant
 from raglab.generate import GeneratorUnavailable, whole_sentences
 from raglab.surfaces import guard
 
-log = logging.getLogger("raglab.app")
+log = logging.getLogger("raglab.surfaces.app")
 
 HOST = "127.0.0.1"
 MAX_QUESTION = 2000
@@ -376,7 +376,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
             a = assistant if assistant is not None else await loop.run_in_executor(worker.pool, loader)
             await loop.run_in_executor(worker.pool, _warm, a)
             # while served, the generator has no retries inside a deadline, each model call ends by the
-            # request's deadline, and a model server's error is one line (raglab.guard)
+            # request's deadline, and a model server's error is one line (raglab.surfaces.guard)
             own, a.generator = a.generator, guard.guarded(a.generator, retries=0)
             app.state.assistant, app.state.worker = a, worker
             index = a.retriever.index

@@ -8,7 +8,7 @@ Everything visible comes from two pure functions that are tested on their own:
 - ``chunk_html(doc, chunks)``: the document's text with each chunk's span shaded (alternating
   colours, overlaps in a third colour), a label at each chunk start (local id, tokens; red when
   over MiniLM's 256-token window), a one-line summary and a table of the chunks shown.
-- ``answer_widget_html(answer, chunk_lookup)``: ``raglab.render.answer_html`` (citation markers
+- ``answer_widget_html(answer, chunk_lookup)``: ``raglab.surfaces.render.answer_html`` (citation markers
   linking to ``<details>`` that hold the cited chunk's text: no JavaScript needed), with anchors
   made unique on the page, plus the question, the refusal's reason explained, the evidence
   strength and the retrieved list.

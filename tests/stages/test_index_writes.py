@@ -188,7 +188,7 @@ def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, 
 
 def test_the_lock_names_another_process_holding_it(folder, root):
     dest = root / index_name(str(folder), "small", SETTINGS)
-    code = ("import sys, time; from raglab.io import dir_lock\n"
+    code = ("import sys, time; from raglab.files import dir_lock\n"
             "with dir_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(dest)], stdout=subprocess.PIPE, text=True)
     try:
