@@ -29,6 +29,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
     Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),
     Setting("RAGLAB_ARTIFACTS", None, "where notebooks save milestone artifacts (default: build/artifacts)"),
+    Setting("RAGLAB_EMBED_PRECISION", "auto", "embedding precision: auto (bfloat16 on a CPU with native bfloat16, AVX512-BF16 or AMX; else float32), float32 or bfloat16"),
     Setting("RAGLAB_DOCS_URL", None, "archive URL for `raglab corpus fetch` (default: the official docs archive)"),
     Setting("RAGLAB_REFUSAL", "I can't find this in the documentation.", "the one exact refusal text"),
     Setting("RAGLAB_DATABASE_URL", None, "PostgreSQL + pgvector URL (default: an embedded server in the workdir)"),

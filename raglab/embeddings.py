@@ -1,22 +1,27 @@
 """Embeddings: a sentence-transformers model behind a persistent content-hash cache.
 
 ``Embedder().encode(texts)`` returns unit-length float32 vectors, one row a text. Each distinct
-text is embedded once per model, ever: identical texts within a call are embedded once, and
-every vector goes to an SQLite cache keyed by ``sha256(model id + "\\0" + text)``. A fully warm
-cache answers without loading the model (nor importing torch or sentence-transformers).
+text is embedded once per model and precision, ever: identical texts within a call are embedded
+once, and every vector goes to an SQLite cache keyed by ``sha256(cache id + "\\0" + text)``, the
+cache id being the model id for float32 vectors (``all-MiniLM-L6-v2``) and the model id with the
+precision otherwise (``all-MiniLM-L6-v2@bfloat16``). A fully warm cache answers without loading the
+model (nor importing torch or sentence-transformers).
+
+Precision: ``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as
+float32) by default on a CPU with native bfloat16 arithmetic (the ``avx512_bf16`` or ``amx_bf16``
+flag in ``/proc/cpuinfo``), ``float32`` elsewhere (without native support bfloat16 is emulated and
+can be slower); ``RAGLAB_EMBED_PRECISION`` (auto, float32, bfloat16) or ``precision=`` overrides it.
+The index manifest records the precision, and an index embedded in another one is refused.
 
 Speed (``python bench/embed.py``: 2-core CPU, 500 Python-docs chunks of ~240 tokens): the
-plain ``model.encode(texts, batch_size=64)`` makes 26.6 chunks/s, ``Embedder`` 32.1 (1.2x, 83% of
-what the float32 matrix-multiply rate allows), a warm cache over 100,000. The gain is the batch
-size: 16 texts a forward pass keeps each layer's activations and attention scores cache-sized
-(8 is as fast, 32 and 64 are slower). Misses are sorted by token count (longest first) before
-batching, so a batch holds texts of nearly the same length; sentence-transformers sorts by
-characters inside each ``encode`` call, but only sees one batch here since every batch is
-committed to the cache on its own. Torch's default thread count (one per core) is kept: one
-thread is about 0.6x. ``precision="bfloat16"`` (autocast) is 2.2 to 2.8 times faster again on
-CPUs with native bfloat16 (AVX512-BF16, AMX; possibly slower without), vectors within cosine 0.9999 of
-float32; float32 stays the default so vectors match the course's. The cache key does not
-include the precision: a vector cached in one precision is reused in the other.
+plain ``model.encode(texts, batch_size=64)`` makes 26.6 chunks/s, ``Embedder`` in float32 32.1 (1.2x,
+83% of what the float32 matrix-multiply rate allows), in bfloat16 2.2 to 2.8 times more, vectors
+within 1 - cos 1e-4 of float32; a warm cache over 100,000. The float32 gain is the batch size: 16
+texts a forward pass keeps each layer's activations and attention scores cache-sized (8 is as
+fast, 32 and 64 are slower). Misses are sorted by token count (longest first) before batching, so
+a batch holds texts of nearly the same length; sentence-transformers sorts by characters inside
+each ``encode`` call, but only sees one batch here since every batch is committed to the cache on
+its own. Torch's default thread count (one per core) is kept: one thread is about 0.6x.
 
 Queries go through the same cache (MiniLM embeds queries and passages alike), so re-running an
 evaluation never reloads the model; a query longer than the model's token limit is truncated by
@@ -25,6 +30,7 @@ the model, and ``encode_query`` warns about it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import sqlite3
@@ -36,11 +42,14 @@ from typing import Iterable
 
 import numpy as np
 
+from raglab import config
 from raglab.chunking import load_tokenizer, token_lengths
 from raglab.config import work_dir
 from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, quiet_loading
 
 PRECISIONS = ("float32", "bfloat16")
+BATCH_SIZES = {"float32": 16, "bfloat16": 32}   # texts a forward pass, measured by bench/embed.py (see above)
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")   # x86 flags of bfloat16 arithmetic (Cooper Lake, Zen 4, Sapphire Rapids)
 _SELECT_CHUNK = 500          # keys per SELECT ... IN (...), under SQLite's variable limit
 
 
@@ -59,6 +68,63 @@ def cache_key(model_id: str, text: str) -> bytes:
     True
     """
     return hashlib.sha256(f"{model_id}\0{text}".encode("utf-8")).digest()
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags the kernel reports in ``/proc/cpuinfo`` (none where it does not exist)."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def _native_bf16_here() -> bool:
+    return native_bf16(cpu_flags())
+
+
+def native_bf16(flags: Iterable[str] | None = None) -> bool:
+    """Whether a CPU with these flags (default: this one's) has native bfloat16 arithmetic.
+
+    Read from ``/proc/cpuinfo`` rather than torch so that choosing a precision (part of the cache
+    key) never imports torch; elsewhere (no ``/proc/cpuinfo``) the answer is False.
+
+    >>> native_bf16({"avx512f", "avx512_bf16"}), native_bf16({"amx_bf16"}), native_bf16({"avx512f", "avx2"})
+    (True, True, False)
+    """
+    if flags is None:
+        return _native_bf16_here()
+    return any(flag in set(flags) for flag in NATIVE_BF16_FLAGS)
+
+
+def resolve_precision(precision: str | None = None, device: str = "cpu") -> str:
+    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default
+    ``auto``); ``auto`` is ``bfloat16`` on a CPU with native bfloat16, else ``float32``.
+
+    >>> resolve_precision("float32"), resolve_precision("bfloat16"), resolve_precision("auto", device="cuda")
+    ('float32', 'bfloat16', 'float32')
+    """
+    chosen = (precision or config.get("RAGLAB_EMBED_PRECISION")).strip().lower()
+    if chosen == "auto":
+        return "bfloat16" if device == "cpu" and native_bf16() else "float32"
+    if chosen not in PRECISIONS:
+        source = "precision" if precision else "RAGLAB_EMBED_PRECISION"
+        raise ValueError(f"unknown precision {chosen!r} ({source}): choose auto, {', '.join(PRECISIONS)}")
+    return chosen
+
+
+def cache_id(model_id: str, precision: str) -> str:
+    """The id a model's vectors are cached under: the model id in float32, ``model@precision`` otherwise.
+
+    >>> cache_id("all-MiniLM-L6-v2", "float32"), cache_id("all-MiniLM-L6-v2", "bfloat16")
+    ('all-MiniLM-L6-v2', 'all-MiniLM-L6-v2@bfloat16')
+    """
+    return model_id if precision == "float32" else f"{model_id}@{precision}"
 
 
 def default_cache_path() -> Path:
@@ -157,20 +223,24 @@ class Embedder:
     """A sentence-transformers model (the packaged all-MiniLM-L6-v2 by default) with a cache.
 
     ``cache=True`` uses the default cache file, ``False``/``None`` none, or pass an ``EmbeddingCache``.
+    ``precision=None`` (or ``"auto"``) is ``resolve_precision``'s choice: bfloat16 on a CPU with
+    native bfloat16, else float32; ``batch_size=None`` is that precision's ``BATCH_SIZES`` entry.
     The model is loaded on the first text that is not in the cache.
     """
 
     def __init__(self, model: str | None = None, cache: EmbeddingCache | None | bool = True,
-                 batch_size: int = 16, device: str = "cpu", precision: str = "float32"):
-        if batch_size <= 0:
+                 batch_size: int | None = None, device: str = "cpu", precision: str | None = None):
+        if batch_size is not None and batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        if precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
         if model is not None and "\0" in str(model):
             raise ValueError("a model id cannot contain NUL: it separates the model id from the text in cache keys")
+        if model is not None and str(model).endswith(tuple(f"@{p}" for p in PRECISIONS)):
+            raise ValueError(f"a model id cannot end with @precision ({model!r}): that suffix marks the precision in cache keys")
         self.packaged = model is None
         self.model_id = MINILM if model is None else str(model)
-        self.batch_size, self.device, self.precision = batch_size, device, precision
+        self.device, self.precision = device, resolve_precision(precision, device)
+        self.batch_size = batch_size or BATCH_SIZES[self.precision]
+        self.cache_id = cache_id(self.model_id, self.precision)
         self.cache = EmbeddingCache() if cache is True else None if cache is None or cache is False else cache
         self._model = None
         self._tokenizer = None
@@ -178,7 +248,8 @@ class Embedder:
         self.last_stats: dict = {}
 
     def __repr__(self) -> str:
-        return f"Embedder({self.model_id!r}, cache={self.cache!r}, batch_size={self.batch_size})"
+        return (f"Embedder({self.model_id!r}, cache={self.cache!r}, batch_size={self.batch_size}, "
+                f"precision={self.precision!r})")
 
     # ------------------------------------------------------------ the model, loaded on demand
 
@@ -218,8 +289,6 @@ class Embedder:
     def token_counts(self, texts: list[str]) -> list[int]:
         """Tokens per text with the model's own tokenizer, [CLS] and [SEP] included, before truncation."""
         if self.packaged:
-            pass
-
             self._tokenizer = self._tokenizer or load_tokenizer()
             return token_lengths(texts, self._tokenizer)
         tokenizer = getattr(self.model, "tokenizer", None)
@@ -231,7 +300,9 @@ class Embedder:
         """One forward pass over ``texts``: unit-length float32 rows."""
         import torch  # lazy: torch takes seconds to import
 
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bfloat16" else contextlib.nullcontext()
+        device_type = str(self.device).split(":")[0]
+        ctx = (torch.autocast(device_type, dtype=torch.bfloat16) if self.precision == "bfloat16"
+               else contextlib.nullcontext())
         with ctx:
             vectors = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True,
                                         convert_to_numpy=True, show_progress_bar=False)
@@ -254,14 +325,14 @@ class Embedder:
         position: dict[str, int] = {}
         inverse = np.array([position.setdefault(t, len(position)) for t in texts], dtype=np.int64)
         unique = list(position)
-        hits = self.cache.get_many(self.model_id, unique) if self.cache is not None and unique else {}
+        hits = self.cache.get_many(self.cache_id, unique) if self.cache is not None and unique else {}
         misses = [j for j in range(len(unique)) if j not in hits]
         dim = self._dim if self._dim is not None else (len(next(iter(hits.values()))) if hits else self.dim)
         out = np.empty((len(unique), dim), dtype=np.float32)
         for j, vector in hits.items():
             if vector.shape[0] != dim:
                 raise EmbeddingCacheError(f"embedding cache {self.cache.path} holds a {vector.shape[0]}-dimension "
-                                          f"vector for model {self.model_id!r}, which makes {dim}")
+                                          f"vector for model {self.cache_id!r}, which makes {dim}")
             out[j] = vector
         if misses:
             self._embed_misses(unique, misses, out, progress)
@@ -278,7 +349,7 @@ class Embedder:
         if show:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(order), desc=f"embedding ({self.model_id})", unit="text")
+            bar = tqdm(total=len(order), desc=f"embedding ({self.cache_id})", unit="text")
         try:
             for i in range(0, len(order), self.batch_size):
                 batch = order[i:i + self.batch_size]
@@ -288,7 +359,7 @@ class Embedder:
                     raise RuntimeError(f"{self.model_id} returned vectors of shape {vectors.shape}, "
                                        f"expected {(len(batch), out.shape[1])}")
                 if self.cache is not None:
-                    self.cache.put_many(self.model_id, batch_texts, vectors)
+                    self.cache.put_many(self.cache_id, batch_texts, vectors)
                 out[batch] = vectors
                 if bar is not None:
                     bar.update(len(batch))

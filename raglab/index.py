@@ -1,8 +1,8 @@
 """A built index: the chunks, their dense vectors in FAISS, BM25 over the same chunks, and a manifest.
 
 The manifest records what the index was built from (corpus, its hash, profile, chunking
-settings, embedding model, index kind). Loading checks it against what is asked for: an
-index built with other settings is refused with the command that rebuilds it, never mixed.
+settings, embedding model and precision, index kind). Loading checks it against what is asked
+for: an index built with other settings is refused with the command that rebuilds it, never mixed.
 Everything is written into a temporary folder and renamed into place.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from raglab import config
 from raglab.bm25 import BM25
 from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
-from raglab.embeddings import Embedder
+from raglab.embeddings import Embedder, resolve_precision
 from raglab.files import (
     LOCK_WAIT,
     Busy,
@@ -95,16 +95,23 @@ def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "
 
 
 def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_id: str, kind: str,
-                      docs=None) -> dict:
-    """What an index for these settings must record."""
+                      docs=None, precision: str = "float32") -> dict:
+    """What an index for these settings must record (the embedding precision included: a float32
+    index keeps the version id it had before the precision was recorded)."""
     docs = docs if docs is not None else load_corpus(corpus, profile)
     s = settings.resolved()
     chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
     corpus_hash = corpus_stats(docs)["sha256"]
-    key = json.dumps([corpus, profile, corpus_hash, chunking, model_id, kind], sort_keys=True)
+    parts = [corpus, profile, corpus_hash, chunking, model_id, kind] + ([] if precision == "float32" else [precision])
+    key = json.dumps(parts, sort_keys=True)
     return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
-            "chunking": chunking, "model": model_id, "kind": kind, "folder_settings": folder_settings(docs),
-            "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
+            "chunking": chunking, "model": model_id, "precision": precision, "kind": kind,
+            "folder_settings": folder_settings(docs), "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
+
+
+def manifest_precision(manifest: dict) -> str:
+    """The precision an index's vectors were embedded in (float32 for indexes built before it was recorded)."""
+    return manifest.get("precision", "float32")
 
 
 def build_index(corpus: str = "python-docs", profile: str | None = None,
@@ -119,7 +126,8 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     chunks = chunk_corpus(docs, settings)
     if not chunks:
         raise IndexNotReady(f"corpus {corpus!r} gave no chunks")
-    manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs)
+    manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs,
+                                 getattr(embedder, "precision", "float32"))
     vectors = embedder.encode([c.indexed_text for c in chunks])
     dense = FaissStore(vectors.shape[1], kind)
     dense.add(vectors)
@@ -176,18 +184,25 @@ def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str)
 
 def load_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
                model_id: str | None = None, kind: str = "flat", root: Path | None = None,
-               allow_stale: bool = False) -> Index:
+               allow_stale: bool = False, precision: str | None = None) -> Index:
     """Load the index for these settings, refusing one that was built from anything else
-    (``allow_stale=True`` accepts one whose corpus has changed since, e.g. while it is rebuilt)."""
+    (``allow_stale=True`` accepts one whose corpus has changed since, e.g. while it is rebuilt);
+    ``precision=None`` expects the default embedding precision (``raglab.embeddings.resolve_precision``)."""
     profile = config.profile(profile)
     model_id = model_id or MINILM
+    precision = resolve_precision(precision)
     path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
     hint = _rebuild_hint(corpus, profile, settings, kind)
+    if precision != resolve_precision():
+        hint = f"RAGLAB_EMBED_PRECISION={precision} {hint}"
     recover_dir(path)                  # a build killed between its two renames left the previous index aside
     if not (path / "manifest.json").exists():
         raise IndexNotReady(f"no index at {path}: build it with `{hint}`")
     manifest = _read(path, "manifest.json", hint, lambda p: _manifest(p.read_text()))
-    want = expected_manifest(corpus, profile, settings, model_id, kind)
+    want = expected_manifest(corpus, profile, settings, model_id, kind, precision=precision)
+    if manifest_precision(manifest) != precision:
+        raise IndexNotReady(f"index at {path} was embedded in {manifest_precision(manifest)}, not {precision}: "
+                            f"rebuild it with `{hint}`")
     keys = ("format", "corpus", "profile", "chunking", "model", "kind") + (() if allow_stale else ("corpus_sha256",))
     for key in keys:
         if manifest.get(key) != want[key]:

@@ -18,7 +18,7 @@ from raglab import config
 from raglab.bm25 import BM25
 from raglab.chunking import ChunkSettings, chunk_document
 from raglab.corpus import PUBLIC, load_corpus
-from raglab.embeddings import Embedder
+from raglab.embeddings import Embedder, resolve_precision
 from raglab.files import crash_point
 from raglab.index import (
     IndexNotReady,
@@ -26,6 +26,7 @@ from raglab.index import (
     document_changes,
     expected_manifest,
     index_name,
+    manifest_precision,
 )
 from raglab.packaged_models import MINILM
 from raglab.stores.pgvector_store import PgVectorStore
@@ -81,12 +82,16 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)
     kind = "pgvector-hnsw" if hnsw else "pgvector"
-    manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs)
+    manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs,
+                                 getattr(embedder, "precision", "float32"))
     store = PgVectorStore(table_name(corpus, profile, settings), embedder.dim, url, hnsw)
     recorded = store.get_meta("manifest")
     if recorded and _manifest_keys(json.loads(recorded)) != _manifest_keys(manifest):
         raise IndexNotReady(f"table {store.table} was built with other settings ({recorded}); drop it or use other settings")
-    changes = document_changes(store.doc_hashes(), {d.id: d.fingerprint for d in docs})
+    hashes = store.doc_hashes()
+    if recorded and manifest_precision(json.loads(recorded)) != manifest["precision"]:
+        hashes = dict.fromkeys(hashes, "")   # embedded in another precision: every page is re-embedded
+    changes = document_changes(hashes, {d.id: d.fingerprint for d in docs})
     todo = {d.id: d for d in docs if d.id in set(changes["added"]) | set(changes["updated"])}
     hits = misses = 0
     for doc_id in sorted(todo):
@@ -113,8 +118,10 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
 
 
 def load_pg_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-                  model_id: str | None = None, url: str | None = None, hnsw: bool = False) -> PgIndex:
-    """Open the pgvector table for these settings, refusing a missing, mismatched or stale one."""
+                  model_id: str | None = None, url: str | None = None, hnsw: bool = False,
+                  precision: str | None = None) -> PgIndex:
+    """Open the pgvector table for these settings, refusing a missing, mismatched or stale one
+    (or one embedded in another precision than ``precision``, default ``resolve_precision()``)."""
     import json
 
     profile = config.profile(profile)
@@ -127,12 +134,16 @@ def load_pg_index(corpus: str = "python-docs", profile: str | None = None, setti
         raise IndexNotReady(f"no pgvector index in table {store.table}: build it with `{hint}`")
     manifest = json.loads(recorded)
     docs = load_corpus(corpus, profile)
-    want = expected_manifest(corpus, profile, settings, model_id or MINILM, "pgvector-hnsw" if hnsw else "pgvector", docs)
+    want = expected_manifest(corpus, profile, settings, model_id or MINILM, "pgvector-hnsw" if hnsw else "pgvector", docs,
+                             resolve_precision(precision))
     if manifest.get("format") != want["format"]:
         raise IndexNotReady(f"table {store.table} was synced by an older raglab (manifest format {manifest.get('format')}, "
                             f"now {want['format']}; page access is now part of each page's hash): update it with `{hint}`")
     if _manifest_keys(manifest) != _manifest_keys(want):
         raise IndexNotReady(f"table {store.table} does not match these settings: rebuild it with `{hint}`")
+    if manifest_precision(manifest) != want["precision"]:
+        raise IndexNotReady(f"table {store.table} was embedded in {manifest_precision(manifest)}, not {want['precision']}: "
+                            f"update it with `{hint}`")
     if manifest["corpus_sha256"] != want["corpus_sha256"]:
         raise IndexNotReady(f"table {store.table} is stale (the corpus has changed): update it with `{hint}`")
     return PgIndex(store, manifest)

@@ -108,13 +108,14 @@ def get_index(corpus: str = "python-docs", profile: str | None = None, settings:
     if store not in ("faiss", "pgvector"):
         raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
     model_id = embedder.model_id if embedder else None
+    precision = getattr(embedder, "precision", "float32") if embedder else None   # as build_index records it
     if store == "faiss":
         if not build:
-            return load_index(corpus, profile, settings, model_id, kind)
+            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
         try:
-            return load_index(corpus, profile, settings, model_id, kind)
+            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
         except IndexNotReady:
             return build_index(corpus, profile, settings, embedder, kind)
     if build:
         return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
-    return load_pg_index(corpus, profile, settings, model_id, hnsw=kind == "hnsw")
+    return load_pg_index(corpus, profile, settings, model_id, hnsw=kind == "hnsw", precision=precision)

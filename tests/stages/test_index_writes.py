@@ -52,7 +52,7 @@ def build(folder, root, lock_timeout="60"):
 
 
 def load(folder, root, **kw):
-    return load_index(str(folder), "small", SETTINGS, MODEL, root=Path(root), **kw)
+    return load_index(str(folder), "small", SETTINGS, MODEL, root=Path(root), precision="float32", **kw)
 
 
 def start_build(folder, root, crash_at="", lock_timeout=60):
