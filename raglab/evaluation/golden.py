@@ -38,6 +38,19 @@ def fold(text: str) -> str:
     return " ".join(text.split())
 
 
+def jsonl_records(path: str | Path):
+    """Yield ``(where, record)`` for each non-blank line of a JSONL file, ``where`` being ``file:line``;
+    a line that is not JSON is a ``ValueError`` naming it."""
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            yield where, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+
+
 def load_golden(path: str | Path, docs=None) -> list[Question]:
     """Read and validate a golden set; an error names the file, line and field.
 
@@ -49,14 +62,7 @@ def load_golden(path: str | Path, docs=None) -> list[Question]:
         path = golden_path(str(path))
     by_id = {d.id: d for d in docs} if docs is not None else None
     questions, seen = [], set()
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+    for where, rec in jsonl_records(path):
         for key in ("id", "type", "question"):
             if not isinstance(rec.get(key), str) or not rec[key].strip():
                 raise ValueError(f"{where}: field {key!r} is missing or empty")

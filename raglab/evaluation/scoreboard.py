@@ -96,8 +96,13 @@ def score_answer(res: Result, q: Question, answer, retrieved_chunks, row) -> Non
         raw = check_citations(answer.raw, sources)
         res.citation_valid = float(raw.reason is None or (answer.attributed and not answer.refused))
     if not unanswerable and not answer.refused:
-        cited = [retrieved_chunks[row[c.id]] for c in answer.citations]
-        res.citation_support = float(any(supports(c, e) for c in cited for e in q.evidence))
+        res.citation_support = citation_support(q, [retrieved_chunks[row[c.id]] for c in answer.citations])
+
+
+def citation_support(q: Question, cited: list) -> float:
+    """1.0 when some cited chunk supports some evidence item of the question (``metrics.supports``:
+    same document, and the quote when one is given), else 0.0; ``cited`` are the chunks an answer cites."""
+    return float(any(supports(c, e) for c in cited for e in q.evidence))
 
 
 def failure_stage(res: Result, q: Question, k: int) -> str | None:

@@ -7,6 +7,7 @@
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
     raglab eval         --golden FILE [--corpus C] [--retrieval-only] [--k N] [--json OUT]
+    raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
@@ -44,6 +45,7 @@ from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
 from raglab.embeddings import Embedder
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
+from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
@@ -177,6 +179,13 @@ def cmd_eval(args) -> int:
         with atomic_open(args.json) as fh:
             json.dump(board, fh, indent=2)
     print(format_scoreboard(board))
+    return 0
+
+
+def cmd_judge(args) -> int:
+    """Each judge's agreement with the hand-labelled answers, and the automatic citation support's."""
+    report = judge_report(args.judge, args.verdicts, args.checks, args.golden, args.local)
+    _emit(args, report, [format_agreement(report["judges"], report["citation_support"])])
     return 0
 
 
@@ -339,6 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"), default="rerank")
     ev.add_argument("--json", metavar="OUT", help="write the scores as JSON to OUT")
     ev.set_defaults(func=cmd_eval)
+
+    jd = sub.add_parser("judge", help="the answer judge's agreement with hand-labelled answers, and citation support's")
+    jd.add_argument("--judge", choices=("facts", "llm", "both"), default="facts",
+                    help="facts: the offline fact check; llm: the model at LLM_BASE_URL (default: facts)")
+    jd.add_argument("--local", action="store_true", help="llm: start the packaged SmolLM2-135M on 127.0.0.1 (a smoke test)")
+    jd.add_argument("--verdicts", default=str(VERDICTS_FILE), help="hand-labelled answers (JSONL)")
+    jd.add_argument("--checks", default=str(CITATION_CHECKS_FILE), help="hand-checked citations (JSONL)")
+    jd.add_argument("--golden", default="python-docs", help="the golden set the answers come from")
+    jd.add_argument("--json", action="store_true", help="print JSON: every judge, every verdict")
+    jd.set_defaults(func=cmd_judge)
 
     bake = sub.add_parser("bakeoff", help="every chunker x every retriever on a golden set")
     bake.add_argument("--corpus", default="python-docs")
