@@ -85,8 +85,6 @@ def evaluate(retriever, questions: list[Question], k: int = 5, mode: str = "rera
 
 
 def score_answer(res: Result, q: Question, answer, retrieved_chunks, row) -> None:
-    pass
-
     unanswerable = q.type == "unanswerable"
     res.answered, res.reason, res.stage_ms = not answer.refused, answer.reason, dict(answer.timings_ms)
     res.correct = answer_correct(q, answer)
@@ -204,8 +202,6 @@ def failure_cases(board: dict, trace_path: str | Path, n: int = 5) -> list[dict]
 
 
 def _corpus_docs(index):
-    pass
-
     return load_corpus(index.manifest["corpus"], index.manifest["profile"])
 
 

@@ -89,8 +89,6 @@ def _doc_bm25(docs):
 
 
 def _allowed(doc, user) -> bool:
-    pass
-
     return bool(set(doc.access) & ({PUBLIC} | set(user or ())))
 
 
@@ -240,8 +238,6 @@ class PackedRetriever:
         self.last_info: dict = {}
 
     def search(self, question: str, mode: str = "rerank", k: int = 0, user=None):
-        pass
-
         t = time.perf_counter()
         budget = self.budget_tokens
         if budget is None:
@@ -256,8 +252,6 @@ class PackedRetriever:
 # ---------------------------------------------------------------- the experiment
 
 def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
-    pass
-
     t = time.perf_counter()
     answer = assistant.ask(q.question, user_for(q))
     latency = (time.perf_counter() - t) * 1000
@@ -273,8 +267,6 @@ def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
 
 
 def _summary(rows: list[dict], reps: int, seed: int) -> dict:
-    pass
-
     answerable = [r for r in rows if r["type"] != "unanswerable"]
     unanswerable = [r for r in rows if r["type"] == "unanswerable"]
     q = lambda p: (lambda a, axis=None: np.percentile(a, p, axis=axis))

@@ -393,8 +393,6 @@ class LLMRewriter:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 1, max_queries: int = 3, max_tokens: int = 100):
-        pass
-
         self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout, retries)
         self.max_queries, self.max_tokens, self.timeout = max_queries, max_tokens, timeout
         self.name = f"llm:{self.model}"
@@ -520,8 +518,6 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     index = get_index(corpus, profile, settings, embedder)
     reranker = None
     if mode == "rerank":
-        pass
-
         reranker = SentenceMaxReranker(embedder)
     retriever = Retriever(index, embedder, reranker)
     rewriter = rewriter if rewriter is not None else make_rewriter("auto")

@@ -344,8 +344,6 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
                      generator: str | None = None, trace_path: str | Path | None = None) -> Callable:
     """A function that builds the assistant (index loaded, or built once if missing)."""
     def load():
-        pass
-
         a = build_assistant(corpus, profile, settings, generator=generator)
         if trace_path is not None:
             a.trace_path = Path(trace_path)

@@ -110,11 +110,7 @@ def _settings(args) -> ChunkSettings:
 
 
 def cmd_index(args) -> int:
-    pass
-
     if args.store == "pgvector":
-        pass
-
         index, report = sync_pgvector(args.corpus, args.profile, _settings(args), Embedder(args.model),
                                       hnsw=args.kind == "hnsw")
         _emit(args, {"store": "pgvector", "version_id": index.version, **report},
@@ -136,8 +132,6 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(args) -> int:
-    pass
-
     embedder = Embedder(args.model)
     index = get_index(args.corpus, args.profile, _settings(args), embedder, args.kind, args.store, build=False)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
@@ -150,8 +144,6 @@ def cmd_search(args) -> int:
 
 
 def cmd_ask(args) -> int:
-    pass
-
     assistant = _assistant(args, build=False)
     assistant.generator = guarded(assistant.generator)   # a model server's error is one line, not a traceback
     answer = assistant.ask(args.query, _user(args))
@@ -172,8 +164,6 @@ def _assistant(args, build: bool):
 
 
 def cmd_eval(args) -> int:
-    pass
-
     board = run_golden(_assistant(args, build=True), args.golden, args.k, args.mode, args.retrieval_only)
     if args.json:
         with atomic_open(args.json) as fh:
@@ -190,8 +180,6 @@ def cmd_judge(args) -> int:
 
 
 def cmd_bakeoff(args) -> int:
-    pass
-
     table, per_question = run_bakeoff(args.corpus, args.profile, args.golden)
     _, rationale = choose_winner(table, per_question)
     cols = ["chunking", "retriever", "recall@3", "recall@5", "recall@5_lo", "recall@5_hi", "mrr", "latency_p50_ms"]
@@ -216,34 +204,24 @@ def _user(args) -> tuple[str, ...] | None:
 
 
 def cmd_llm_serve(args) -> int:
-    pass
-
     return serve_forever(args.port)
 
 
 def cmd_serve(args) -> int:
-    pass
-
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline)
     return 0
 
 
 def cmd_workbook(args) -> int:
-    pass
-
     return 0 if run_workbook(out=args.out, inplace=args.inplace) else 1
 
 
 def cmd_check(args) -> int:
-    pass
-
     return run_check(args.dir)
 
 
 def cmd_report(args) -> int:
-    pass
-
     md, page = write_report(args.artifacts, args.out)
     print(f"report: {page.resolve()}\nmarkdown: {md.resolve()}")
     return 0
