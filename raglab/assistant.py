@@ -2,7 +2,8 @@
 check the citations in code, and return an ``Answer`` with its trace.
 
 Refusal happens in three places, always with the same exact text:
-``weak-evidence`` (before any model call), ``model-refused`` (the generator declined) and
+``weak-evidence`` (before any model call: the top reranked score, or without a reranker the top
+dense cosine, is below the threshold, or the question names something no chunk contains), ``model-refused`` (the generator declined) and
 ``invalid-citation`` / ``no-citation`` / ``unsupported-claim`` (the checks failed: a citation
 that is not a retrieved source, no valid citation, or a number, e-mail or URL found in no source).
 """
@@ -34,8 +35,8 @@ from raglab.generate import (
     ungrounded,
     whole_sentences,
 )
-from raglab.rerank import evidence_strength, make_reranker
-from raglab.retrieval import CANDIDATES, Retriever, get_index
+from raglab.rerank import dense_evidence, evidence_strength, make_reranker, unknown_names
+from raglab.retrieval import CANDIDATES, Levers, Retriever, get_index
 
 _TRACE_WARNED: set[str] = set()   # trace paths whose failed write was already logged
 log = logging.getLogger("raglab.assistant")
@@ -69,6 +70,7 @@ class Answer:
     timings_ms: dict = field(default_factory=dict)
     raw: str = ""
     attributed: bool = False
+    unknown_names: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``raglab ask --json``."""
@@ -83,28 +85,47 @@ def _snippet(text: str, limit: int = 220) -> str:
 
 
 class Assistant:
-    """Wires retrieval, generation and the checks; appends one JSONL trace line per question."""
+    """Wires retrieval, generation and the checks; appends one JSONL trace line per question.
+
+    ``rerank=True`` answers from the reranked candidates and refuses on the top reranked score
+    (the retriever needs a reranker); ``rerank=False`` answers from hybrid search and refuses on
+    the top dense cosine and unknown names (``raglab.rerank.dense_evidence``).
+    """
 
     def __init__(self, retriever, generator, threshold: float = DEFAULT_THRESHOLD, k: int = 5,
-                 refusal: str = REFUSAL, attribution: bool = False, trace_path: str | Path | None = None):
-        if retriever.reranker is None:
-            raise ValueError("the assistant needs a reranker: its top score is the evidence strength")
-        self.retriever, self.generator = retriever, generator
+                 refusal: str = REFUSAL, attribution: bool = False, trace_path: str | Path | None = None,
+                 rerank: bool = True):
+        if rerank and retriever.reranker is None:
+            raise ValueError("a reranking assistant needs a reranker (its top score is the evidence strength): "
+                             "pass reranker= to Retriever, or rerank=False")
+        self.retriever, self.generator, self.rerank = retriever, generator, rerank
         self.threshold, self.k, self.refusal, self.attribution = threshold, k, refusal, attribution
         self.trace_path = Path(trace_path) if trace_path else config.work_dir() / "traces" / "asks.jsonl"
+
+    @property
+    def mode(self) -> str:
+        """The retriever mode answers come from: ``rerank`` or ``hybrid``."""
+        return "rerank" if self.rerank else "hybrid"
+
+    def retrieve(self, question: str, user: tuple[str, ...] | None = None) -> tuple[list, float, list[str]]:
+        """The hits an answer is made from, the evidence strength, and the unknown names (none when reranking)."""
+        hits = self.retriever.search(question, self.mode, self.k, user)
+        if self.rerank:
+            return hits, evidence_strength(hits), []
+        unknown = unknown_names(question, self.retriever.index.bm25.vocab)
+        return hits, dense_evidence(self.retriever.signals.get("top_dense", 0.0), unknown), unknown
 
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
         """Answer ``question`` for a user with these access groups (public is always included)."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        hits = self.retriever.search(question, "rerank", self.k, user)
+        hits, strength, unknown = self.retrieve(question, user)
         timings["retrieve"] = round((time.perf_counter() - started) * 1000 - self.retriever.timings_ms.get("rerank", 0), 2)
         timings["rerank"] = self.retriever.timings_ms.get("rerank", 0.0)
         index = self.retriever.index
         # each source widened to whole sentences of its document: nothing is judged or quoted from a cut edge
         sources = [Source(n, whole_sentences(index.chunks, index.row_of[h.id])) for n, h in enumerate(hits, 1)]
         retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
-        strength = evidence_strength(hits)
         prompt, raw, attributed = None, "", False
         check = None
         if strength < self.threshold:
@@ -134,7 +155,7 @@ class Assistant:
             Citation(s.n, s.chunk.id, s.chunk.doc, " > ".join(s.chunk.heading), _snippet(s.chunk.text)) for s in check.valid]
         answer = Answer(question, final, citations, check.invalid if check else [], refused, reason, retrieved,
                         getattr(self.generator, "name", type(self.generator).__name__), round(strength, 6),
-                        index.version, timings, raw, attributed)
+                        index.version, timings, raw, attributed, unknown)
         self._trace(answer, user, prompt)
         return answer
 
@@ -154,7 +175,9 @@ class Assistant:
                 + (" exact inner product on unit vectors" if m["kind"] == "flat" else " HNSW"),
                 "bm25": {"k1": K1, "b": B, "idf": "Lucene, log(1 + (N - n + 0.5) / (n + 0.5))"},
                 "fusion": {"method": "reciprocal rank fusion", "k": RRF_K, "depth": CANDIDATES},
-                "reranker": getattr(self.retriever.reranker, "name", type(self.retriever.reranker).__name__),
+                "levers": asdict(self.retriever.levers),
+                "reranker": (getattr(self.retriever.reranker, "name", type(self.retriever.reranker).__name__)
+                             if self.rerank else "none (hybrid; refusal on the top dense cosine and unknown names)"),
                 "top_k": self.k, "threshold": self.threshold,
                 "prompt": prompt_text(build_messages("{question}", [], self.refusal)),
                 "generator": getattr(self.generator, "name", type(self.generator).__name__), "runs": runs,
@@ -199,17 +222,20 @@ def choose_threshold(answerable: list[float], unanswerable: list[float], toleran
 def build_assistant(corpus: str = "python-docs", profile: str | None = None, settings=None, generator: str | None = None,
                     reranker: str | None = None, threshold: float | None = None, attribution: bool = False,
                     model: str | None = None, kind: str = "flat", build: bool = True, store: str = "faiss") -> Assistant:
-    """An assistant over one corpus with everything defaulted: the packaged MiniLM, the offline
-    sentence reranker, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
+    """An assistant over one corpus with everything defaulted from ``raglab.corpora`` (chunking,
+    reranking or not, BM25's title field, release-note demotion, refusal threshold), the packaged
+    MiniLM, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
 
     Parameters:
         corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
         profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
         settings: the chunking (``ChunkSettings``); None takes the corpus's default from ``raglab.corpora``.
         generator: ``extractive`` or ``openai``; None picks ``openai`` when ``LLM_BASE_URL`` is set.
-        reranker: a cross-encoder model name; None uses the offline sentence reranker.
+        reranker: None: the corpus's default (rerank with the offline sentence reranker, or not at
+            all); ``sentence`` or a cross-encoder model name: rerank with it. The retriever always
+            holds a reranker, so ``search(..., "rerank")`` works either way.
         threshold: the evidence strength below which the assistant refuses; None takes the corpus's
-            calibrated one (``raglab.corpora.threshold_for``).
+            calibrated one for its evidence signal (``raglab.corpora.threshold_for``).
         attribution: attach a source to each uncited sentence of a model's answer (post-hoc).
         model: a sentence-transformers model name; None uses the packaged MiniLM.
         kind: ``flat`` (exact) or ``hnsw``.
@@ -222,7 +248,10 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
         settings = ChunkSettings(strategy, prefix=prefix)
     embedder = Embedder(model)
     index = get_index(corpus, profile, settings, embedder, kind, store, build)
-    retriever = Retriever(index, embedder, make_reranker(reranker, embedder))
+    retriever = Retriever(index, embedder, make_reranker(reranker, embedder), Levers.for_corpus(corpus))
+    rerank = entry(corpus).rerank if reranker is None else True
     choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
     gen = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)
-    return Assistant(retriever, gen, threshold_for(corpus, profile) if threshold is None else threshold, attribution=attribution)
+    if threshold is None:
+        threshold = threshold_for(corpus, profile, "rerank" if rerank else "dense")
+    return Assistant(retriever, gen, threshold, attribution=attribution, rerank=rerank)

@@ -1,12 +1,15 @@
 """The corpora raglab knows by name, and what is known about each: one registry for every module.
 
-For each bundled corpus: where it comes from, its golden sets by split, the chunking the
-assistant uses by default, and the refusal threshold calibrated for it (per profile). A corpus
+For each bundled corpus: where it comes from, its golden sets by profile, and the defaults its
+assistant runs with (chunking, reranking or not, BM25's title field, release-note demotion) and the
+refusal thresholds calibrated for them (per evidence signal and profile). A corpus
 given as a folder path, or ``python-docs-3.X``, falls back to the Python docs' defaults.
 
 >>> entry("helpcenter").chunking
 ('headings', True)
->>> golden_path("python-docs").name
+>>> golden_path("python-docs", "full").name
+'python_docs_full.jsonl'
+>>> golden_path("python-docs", "small").name
 'python_docs_golden.jsonl'
 """
 from __future__ import annotations
@@ -19,31 +22,60 @@ from raglab import config
 
 @dataclass(frozen=True)
 class CorpusEntry:
-    """One bundled corpus: its source, golden sets (split -> file in ``evals/``), default chunking
-    ``(strategy, prefix)`` and calibrated refusal thresholds (profile -> evidence strength)."""
+    """One bundled corpus and the defaults its assistant runs with.
+
+    - ``golden``: golden sets by profile (file names in ``evals/``); a set whose lines carry a
+      ``split`` field is split into ``dev`` (every tuned choice reads it) and ``test`` (reported).
+    - ``chunking``: the default ``(strategy, prefix)``.
+    - ``rerank``: whether the assistant reorders the fused candidates with the reranker before
+      answering; without it the evidence strength is the top dense cosine (``raglab.rerank``).
+    - ``title_weight``: BM25 adds this times the BM25 score of the chunk's page title (0: off).
+    - ``demote``, ``demote_factor``: pages whose id starts with one of ``demote`` (release notes)
+      get their fused score multiplied by ``demote_factor`` unless the question asks about versions.
+    - ``thresholds``: refusal thresholds by evidence signal (``rerank``: the top reranked score;
+      ``dense``: the top dense cosine with the unknown-names rule) and profile.
+    """
 
     name: str
     source: str
     golden: dict[str, str] = field(default_factory=dict)
     chunking: tuple[str, bool] = ("words", False)
-    thresholds: dict[str, float] = field(default_factory=dict)
+    rerank: bool = True
+    title_weight: float = 0.0
+    demote: tuple[str, ...] = ()
+    demote_factor: float = 1.0
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def signal(self) -> str:
+        """The evidence signal the default assistant refuses on: ``rerank`` or ``dense``."""
+        return "rerank" if self.rerank else "dense"
 
 
-# Thresholds are chosen from data by `raglab.assistant.choose_threshold` (notebook 04 plots it; a test
-# recomputes both): the evidence strength that best separates a golden set's answerable questions from
-# its unanswerable ones (small profile, sentence reranker; python-docs with words 150/30, J = 0.80;
-# helpcenter with heading-aware chunks and prefixes, J = 0.49: its unanswerable questions sit close to
-# real topics). The chunking is the one each threshold was chosen on.
+# How each default was chosen (README "Quality on the whole docs", evals/full_docs_lab.md):
+# - python-docs: everything on the dev split of evals/python_docs_full.jsonl (49 questions) over the
+#   full docs: heading-aware chunks with the contextual prefix, hybrid RRF 20 + 20, BM25 plus the page
+#   title at weight 0.5, release notes (whatsnew/) demoted x0.5 unless the question asks about
+#   versions, no reranker; refuse below a top dense cosine of 0.4883 or when the question names
+#   something no chunk contains (dev J = 0.976). `raglab tune` recomputes the thresholds (dev only);
+#   tests/evaluation/test_tuning.py checks that these values are what it chooses. The small
+#   profile's thresholds are chosen on its 36 questions, the same ones it reports (in-sample).
+#   The `rerank` thresholds belong to the course's milestone set-up (words 150/30 + the sentence
+#   reranker, notebook 04).
+# - helpcenter: heading-aware chunks with prefixes and the sentence reranker, threshold chosen on its
+#   31 questions (in-sample; J = 0.49: its unanswerable questions sit close to real topics).
 REGISTRY: dict[str, CorpusEntry] = {e.name: e for e in (
     CorpusEntry("python-docs", "data/python-docs-text-3.11.tar.xz (Python 3.11 docs, plain text)",
-                golden={"small": "python_docs_golden.jsonl"},
-                chunking=("words", False), thresholds={"small": 0.607}),
+                golden={"small": "python_docs_golden.jsonl", "full": "python_docs_full.jsonl"},
+                chunking=("headings", True), rerank=False, title_weight=0.5, demote=("whatsnew/",),
+                demote_factor=0.5,
+                thresholds={"dense": {"full": 0.4883, "small": 0.4462}, "rerank": {"small": 0.607}}),
     CorpusEntry("helpcenter", "data/helpcenter (Markdown, some pages premium)",
                 golden={"small": "helpcenter_golden.jsonl"},
-                chunking=("headings", True), thresholds={"small": 0.669}),
+                chunking=("headings", True), thresholds={"rerank": {"small": 0.669}}),
 )}
 DEFAULT = "python-docs"
-DEFAULT_THRESHOLD = REGISTRY[DEFAULT].thresholds["small"]
+DEFAULT_THRESHOLD = REGISTRY[DEFAULT].thresholds["rerank"]["small"]   # an Assistant built by hand, with a reranker
 
 
 def entry(corpus: str) -> CorpusEntry:
@@ -51,15 +83,22 @@ def entry(corpus: str) -> CorpusEntry:
     return REGISTRY.get(str(corpus), REGISTRY[DEFAULT])
 
 
-def threshold_for(corpus: str, profile: str | None = None) -> float:
-    """The calibrated refusal threshold of a corpus for a profile (the small profile's when none is recorded)."""
-    thresholds = entry(corpus).thresholds
-    return thresholds.get(config.profile(profile), thresholds["small"])
+def threshold_for(corpus: str, profile: str | None = None, signal: str | None = None) -> float:
+    """The calibrated refusal threshold of a corpus for a profile and evidence signal (default: the
+    corpus's own signal); the small profile's when none is recorded for the profile."""
+    e = entry(corpus)
+    signal = signal or e.signal
+    by_profile = e.thresholds.get(signal)
+    if not by_profile:
+        raise ValueError(f"no {signal!r} refusal threshold is calibrated for {corpus!r}: pass threshold=")
+    return by_profile.get(config.profile(profile), by_profile["small"])
 
 
-def golden_path(corpus: str, split: str = "small") -> Path:
-    """The golden set of a bundled corpus for a split, e.g. ``golden_path("python-docs")``."""
+def golden_path(corpus: str, profile: str | None = None) -> Path:
+    """The golden set of a bundled corpus for a profile (None reads ``RAGLAB_PROFILE``), e.g.
+    ``golden_path("python-docs", "small")``."""
+    profile = config.profile(profile)
     sets = REGISTRY[corpus].golden if corpus in REGISTRY else {}
-    if split not in sets:
-        raise ValueError(f"no {split!r} golden set ships for corpus {corpus!r}: pass --golden FILE")
-    return config.PROJECT_ROOT / "evals" / sets[split]
+    if profile not in sets:
+        raise ValueError(f"no golden set ships for corpus {corpus!r} on the {profile} profile: pass --golden FILE")
+    return config.PROJECT_ROOT / "evals" / sets[profile]

@@ -3,12 +3,22 @@
 Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based rank, and the
 rank each component retriever gave it. The user's access groups are applied inside FAISS and
 inside BM25 scoring, never afterwards.
+
+Two optional levers (``Levers``; each corpus's defaults are in ``raglab.corpora``, chosen on a dev
+split): BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search
+can demote release notes, which restate API pages in passing, unless the question asks about versions.
 """
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 
+import numpy as np
+
+from raglab.bm25 import BM25, top_k
 from raglab.chunking import ChunkSettings
+from raglab.corpora import entry
 from raglab.fusion import RRF_K, rrf
 from raglab.index import Index, IndexNotReady, build_index, load_index
 from raglab.pg_index import load_pg_index, sync_pgvector
@@ -18,12 +28,77 @@ MODES = ("dense", "bm25", "hybrid", "rerank")
 CANDIDATES = 20
 
 
-class Retriever:
-    """Dense, BM25, hybrid and reranked search over one index, for one embedder."""
+@dataclass(frozen=True)
+class Levers:
+    """What a retriever does beyond plain BM25 and RRF (the default, ``Levers()``, does nothing).
 
-    def __init__(self, index: Index, embedder, reranker=None):
-        self.index, self.embedder, self.reranker = index, embedder, reranker
+    - ``title_weight``: BM25 = BM25(chunk text) + ``title_weight`` x BM25(the chunk's page title).
+    - ``demote``, ``demote_factor``: in hybrid search, chunks of pages whose id starts with one of
+      ``demote`` get their fused score multiplied by ``demote_factor``, unless ``version_intent``.
+    """
+
+    title_weight: float = 0.0
+    demote: tuple[str, ...] = ()
+    demote_factor: float = 1.0
+
+    @classmethod
+    def for_corpus(cls, corpus: str) -> "Levers":
+        """The levers a corpus's assistant runs with (``raglab.corpora``)."""
+        e = entry(corpus)
+        return cls(e.title_weight, e.demote, e.demote_factor)
+
+
+_VERSION_INTENT = re.compile(r"\b(?:version|versions|added|introduced|new in|changed|deprecated|removed|since|"
+                             r"release|what's new|whatsnew|python \d\.\d+|\d\.\d+)\b", re.I)
+
+
+def version_intent(question: str) -> bool:
+    """Does the question ask about versions or changes (then release notes are fair game)?
+
+    >>> version_intent("Which Python version added hashlib.file_digest()?"), version_intent("What does round() do?")
+    (True, False)
+    """
+    return bool(_VERSION_INTENT.search(question))
+
+
+def demote(fused: list[tuple[str, float]], doc_of, question: str, prefixes: tuple[str, ...],
+           factor: float) -> list[tuple[str, float]]:
+    """Fused ``(id, score)`` pairs with the scores of chunks from pages starting with ``prefixes``
+    multiplied by ``factor`` and re-sorted (ties keep their order), unless the question asks about
+    versions. "What does X do" should land on X's page, not on the release note that added X.
+
+    >>> doc = {"a": "whatsnew/3.9.txt", "b": "library/stdtypes.txt"}.get
+    >>> demote([("a", 0.03), ("b", 0.02)], doc, "What does str.removeprefix return?", ("whatsnew/",), 0.5)
+    [('b', 0.02), ('a', 0.015)]
+    >>> demote([("a", 0.03), ("b", 0.02)], doc, "Which version added str.removeprefix?", ("whatsnew/",), 0.5)
+    [('a', 0.03), ('b', 0.02)]
+    """
+    if not prefixes or factor == 1.0 or version_intent(question):
+        return fused
+    scaled = [(i, s * factor if doc_of(i).startswith(prefixes) else s) for i, s in fused]
+    return sorted(scaled, key=lambda pair: -pair[1])
+
+
+class Retriever:
+    """Dense, BM25, hybrid and reranked search over one index, for one embedder.
+
+    After each search, ``timings_ms`` holds each stage's time and ``signals["top_dense"]`` the
+    best dense cosine seen (when the dense retriever ran): the evidence signal of an assistant
+    without a reranker.
+    """
+
+    def __init__(self, index: Index, embedder, reranker=None, levers: Levers = Levers()):
+        self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
         self.timings_ms: dict[str, float] = {}
+        self.signals: dict[str, float] = {}
+        self._titles: BM25 | None = None
+
+    @property
+    def titles(self) -> BM25:
+        """BM25 over each chunk's page title (the first entry of its heading path), built on first use."""
+        if self._titles is None:
+            self._titles = BM25([c.heading[0] if c.heading else "" for c in self.index.chunks])
+        return self._titles
 
     def _hits(self, pairs: list[tuple[int, float]], name: str) -> list[Hit]:
         chunks = self.index.chunks
@@ -39,22 +114,35 @@ class Retriever:
         """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
         q = self._timed("embed_query", self.embedder.encode_query, query)
         pairs = self._timed("dense", self.index.dense_search, q, k, user)
+        self.signals["top_dense"] = float(pairs[0][1]) if pairs else 0.0
         return self._hits(pairs, "dense")
 
     def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
-        """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks."""
-        pairs = self._timed("bm25", self.index.bm25_search, query, k, user)
+        """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks, plus the page-title field when
+        ``levers.title_weight`` is set."""
+        if not self.levers.title_weight:
+            pairs = self._timed("bm25", self.index.bm25_search, query, k, user)
+        else:
+            pairs = self._timed("bm25", self._fields_search, query, k, user)
         return self._hits(pairs, "bm25")
+
+    def _fields_search(self, query: str, k: int, user) -> list[tuple[int, float]]:
+        allowed = self.index.allowed(user)
+        scores = self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed)
+        return top_k(np.where(allowed, scores, -np.inf), k)
 
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:
-        """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), cut to ``k``."""
+        """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
+        (``levers``), cut to ``k``."""
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
             ranks.setdefault(h.id, {}).update(h.ranks)
-        fused = rrf({"dense": [h.id for h in dense], "bm25": [h.id for h in keyword]}, RRF_K, weights)[:k]
+        fused = rrf({"dense": [h.id for h in dense], "bm25": [h.id for h in keyword]}, RRF_K, weights)
         row = self.index.row_of
+        lv = self.levers
+        fused = demote(fused, lambda i: self.index.chunks[row[i]].doc, query, lv.demote, lv.demote_factor)[:k]
         return [Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)]
 
     def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
@@ -80,7 +168,7 @@ class Retriever:
             raise ValueError("empty query: ask something")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.timings_ms = {}
+        self.timings_ms, self.signals = {}, {}
         return getattr(self, mode)(query, k=k, user=user)
 
     def text(self, hit: Hit) -> str:

@@ -28,6 +28,11 @@ class Question:
     evidence: tuple[dict, ...] = ()
     extra: dict = field(default_factory=dict, compare=False)
 
+    @property
+    def split(self) -> str | None:
+        """``dev`` or ``test`` in a split golden set, else None."""
+        return self.extra.get("split")
+
 
 def fold(text: str) -> str:
     """Whitespace folded to single spaces, for quote matching.
@@ -51,13 +56,16 @@ def jsonl_records(path: str | Path):
             raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
 
 
-def load_golden(path: str | Path, docs=None) -> list[Question]:
+def load_golden(path: str | Path, docs=None, split: str | None = None) -> list[Question]:
     """Read and validate a golden set; an error names the file, line and field.
 
     ``path`` is a JSONL file or the name of a bundled corpus (``"python-docs"``: its golden set
-    from ``raglab.corpora``). With ``docs`` (the corpus), every evidence document must exist and
-    contain its quote.
+    for the current profile, from ``raglab.corpora``). With ``docs`` (the corpus), every evidence
+    document must exist and contain its quote. ``split`` (``dev`` or ``test``) keeps that split's
+    questions only; a file without splits is then an error.
     """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if str(path) in REGISTRY:
         path = golden_path(str(path))
     by_id = {d.id: d for d in docs} if docs is not None else None
@@ -88,6 +96,10 @@ def load_golden(path: str | Path, docs=None) -> list[Question]:
         questions.append(Question(rec["id"], rec["type"], rec["question"], rec.get("answer", ""),
                                   tuple(rec.get("facts") or ()), tuple(evidence),
                                   {k: v for k, v in rec.items() if k not in known}))
+    if split is not None:
+        if not any(q.split for q in questions):
+            raise ValueError(f"{path}: no question has a 'split' field, so there is no {split!r} split")
+        questions = [q for q in questions if q.split == split]
     return questions
 
 

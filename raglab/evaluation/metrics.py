@@ -63,6 +63,12 @@ def evidence_recall(chunks: list[Chunk], question: Question, k: int) -> float:
     return sum(found) / len(found) if found else 0.0
 
 
+def doc_hit(chunks: list[Chunk], question: Question, k: int) -> float:
+    """1.0 when some chunk in the top ``k`` comes from a document named by an evidence item (document hit@k)."""
+    docs = {ev["doc"] for ev in question.evidence}
+    return float(any(c.doc in docs for c in chunks[:k]))
+
+
 def first_relevant_rr(chunks: list[Chunk], question: Question, k: int = 10) -> float:
     """Reciprocal rank of the first chunk that supports any evidence item."""
     return reciprocal_rank([c.id for c in chunks], {c.id for c in chunks[:k] if any(supports(c, e) for e in question.evidence)}, k)

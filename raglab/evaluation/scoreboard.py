@@ -15,6 +15,7 @@ from raglab.corpus import load_corpus
 from raglab.evaluation.golden import Question, load_golden, user_for
 from raglab.evaluation.metrics import (
     answer_correct,
+    doc_hit,
     evidence_recall,
     first_relevant_rr,
     ndcg,
@@ -73,9 +74,8 @@ def evaluate(retriever, questions: list[Question], k: int = 5, mode: str = "rera
         ranked = [chunks_of[row[h.id]] for h in hits]
         ids = [c.id for c in ranked]
         rel = relevant_ids(chunks_of, q)
-        docs = {e["doc"] for e in q.evidence}
         res = Result(q.id, q.type, evidence_recall(ranked, q, k), evidence_recall(ranked, q, 3),
-                     float(any(c.doc in docs for c in ranked[:k])), reciprocal_rank(ids, rel, depth),
+                     doc_hit(ranked, q, k), reciprocal_rank(ids, rel, depth),
                      ndcg(ids, rel, 10), round(ms, 2), ids)
         if assistant is not None:
             score_answer(res, q, assistant.ask(q.question, user), retrieved_chunks=chunks_of, row=row)
@@ -151,15 +151,21 @@ def scoreboard(results: list[Result], k: int, reps: int = 2000, seed: int = 0) -
     return board
 
 
-def run_golden(assistant, golden: str | Path, k: int = 5, mode: str = "rerank", retrieval_only: bool = False) -> dict:
-    """Evaluate an assistant on a golden set: the scoreboard dict (``raglab eval --json``), with run details."""
+def run_golden(assistant, golden: str | Path, k: int = 5, mode: str | None = None, retrieval_only: bool = False,
+               split: str | None = None) -> dict:
+    """Evaluate an assistant on a golden set: the scoreboard dict (``raglab eval --json``), with run details.
+
+    ``mode`` is the retrieval scored (default: the one the assistant answers from, ``assistant.mode``);
+    ``split`` keeps one split (``dev`` or ``test``) of a split golden set.
+    """
+    mode = mode or assistant.mode
 
     index = assistant.retriever.index
-    questions = load_golden(golden, _corpus_docs(index))
+    questions = load_golden(golden, _corpus_docs(index), split)
     results = evaluate(assistant.retriever, questions, k, mode, None if retrieval_only else assistant)
     m = index.manifest
     board = {"golden": str(golden), "corpus": m["corpus"], "profile": m["profile"], "chunking": m["chunking"],
-             "mode": mode, "generator": None if retrieval_only else assistant.generator.name,
+             "split": split, "mode": mode, "generator": None if retrieval_only else assistant.generator.name,
              "threshold": None if retrieval_only else assistant.threshold, "index_version": index.version,
              **scoreboard(results, k)}
     board["recall@k"], board["hit@k"] = board[f"recall@{k}"], board[f"hit@{k}"]

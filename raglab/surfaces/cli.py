@@ -6,7 +6,8 @@
     raglab index        [--corpus C] [--strategy S ...] [--kind flat|hnsw] [--model NAME]
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
-    raglab eval         --golden FILE [--corpus C] [--retrieval-only] [--k N] [--json OUT]
+    raglab eval         [--golden FILE] [--split dev|test] [--corpus C] [--retrieval-only] [--k N] [--json OUT]
+    raglab tune         [--corpus C] [--profile P] [--out FILE]        # the refusal threshold, chosen on dev only
     raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
@@ -39,6 +40,7 @@ from raglab.corpus import (
     load_corpus,
     page_access,
 )
+from raglab.corpora import REGISTRY, entry, golden_path
 from raglab.course.artifacts import jsonable, save_json
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
@@ -46,7 +48,10 @@ from raglab.course.workbook import run_workbook
 from raglab.embeddings import Embedder
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
+from raglab.evaluation.golden import load_golden
+from raglab.evaluation.headline import format_headline, run_headline
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
+from raglab.evaluation.tuning import format_tuning, tune_threshold
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
 from raglab.files import atomic_open, write_jsonl
@@ -54,7 +59,7 @@ from raglab.index import build_index
 from raglab.packaged_models import serve_forever
 from raglab.pg_index import sync_pgvector
 from raglab.rerank import make_reranker
-from raglab.retrieval import Retriever, get_index
+from raglab.retrieval import Levers, Retriever, get_index
 from raglab.surfaces.app import serve
 from raglab.surfaces.guard import guarded
 from raglab.surfaces.plots import bakeoff_bars, score_vs_size
@@ -106,7 +111,11 @@ def cmd_chunk(args) -> int:
 
 
 def _settings(args) -> ChunkSettings:
-    return ChunkSettings(args.strategy, args.size, args.overlap, args.prefix).resolved()
+    """The chunking the options ask for; without ``--strategy``, the corpus's default (``raglab.corpora``)."""
+    strategy, prefix = entry(args.corpus).chunking if args.strategy is None else (args.strategy, False)
+    if args.prefix is not None:
+        prefix = args.prefix
+    return ChunkSettings(strategy, args.size, args.overlap, prefix).resolved()
 
 
 def cmd_index(args) -> int:
@@ -135,7 +144,7 @@ def cmd_search(args) -> int:
     embedder = Embedder(args.model)
     index = get_index(args.corpus, args.profile, _settings(args), embedder, args.kind, args.store, build=False)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
-    retriever = Retriever(index, embedder, reranker)
+    retriever = Retriever(index, embedder, reranker, Levers.for_corpus(args.corpus))
     hits = retriever.search(args.query, args.mode, args.k, _user(args))
     rows = [h.to_dict(retriever.text(h)) for h in hits]
     lines = [f"{h.rank:>3}  {h.score:8.4f}  {h.id}" for h in hits] or ["no results"]
@@ -164,11 +173,32 @@ def _assistant(args, build: bool):
 
 
 def cmd_eval(args) -> int:
-    board = run_golden(_assistant(args, build=True), args.golden, args.k, args.mode, args.retrieval_only)
+    """Score a golden set. A split golden set (the full docs') with no --split gives the headline:
+    the default assistant and the course baseline, dev and test side by side (``evaluation.headline``)."""
+    golden = args.golden or args.corpus
+    path = golden_path(golden, args.profile) if golden in REGISTRY else golden
+    if args.split is None and any(q.split for q in load_golden(path)):
+        report = run_headline(args.corpus, config.profile(args.profile), path)
+        if args.json:
+            with atomic_open(args.json) as fh:
+                json.dump(report, fh, indent=2)
+        print(format_headline(report))
+        return 0
+    board = run_golden(_assistant(args, build=True), path, args.k, args.mode, args.retrieval_only, args.split)
     if args.json:
         with atomic_open(args.json) as fh:
             json.dump(board, fh, indent=2)
     print(format_scoreboard(board))
+    return 0
+
+
+def cmd_tune(args) -> int:
+    """Choose the refusal threshold on the dev split (or in-sample on an unsplit set) and compare with the registry."""
+    result = tune_threshold(args.corpus, config.profile(args.profile), args.golden)
+    if args.out:
+        with atomic_open(args.out) as fh:
+            json.dump(result, fh, indent=2)
+    _emit(args, result, [format_tuning(result)])
     return 0
 
 
@@ -256,10 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="print JSON for machines")
 
     def chunking_opts(sp, index_opts=True):
-        sp.add_argument("--strategy", choices=STRATEGIES, default="words")
+        sp.add_argument("--strategy", choices=STRATEGIES,
+                        help="default: the corpus's (python-docs and helpcenter: headings, with --prefix)")
         sp.add_argument("--size", type=int, help="window size (words for words/headings, characters for chars/large)")
         sp.add_argument("--overlap", type=int, help="overlap, in the same unit as --size")
-        sp.add_argument("--prefix", action="store_true", help="prepend 'Title > Section: ' to the indexed text")
+        sp.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
+                        help="prepend 'Title > Section: ' to the indexed text (default: with the corpus's default "
+                             "chunking, its choice; with --strategy, no)")
         if not index_opts:
             return
         sp.add_argument("--kind", choices=("flat", "hnsw"), default="flat", help="exact search (flat) or HNSW")
@@ -303,7 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     def answer_opts(sp):
         sp.add_argument("--generator", choices=("extractive", "openai"),
                         help="default: openai when LLM_BASE_URL is set, else the offline extractive generator")
-        sp.add_argument("--reranker", help="cross-encoder model name (default: offline sentence reranker)")
+        sp.add_argument("--reranker", help="rerank before answering: 'sentence' (the offline sentence reranker) or a "
+                                           "cross-encoder model name (default: the corpus's choice; python-docs: none)")
         sp.add_argument("--threshold", type=float, help="evidence strength below which a question is refused")
         sp.add_argument("--attribution", action="store_true", help="attach sources to uncited sentences (post-hoc)")
 
@@ -316,16 +350,25 @@ def build_parser() -> argparse.ArgumentParser:
     ask.set_defaults(func=cmd_ask)
 
     ev = sub.add_parser("eval", help="score a golden set: retrieval, answers, citations, abstention, latency")
-    ev.add_argument("--golden", required=True, help="golden set JSONL, or a bundled corpus name (its golden set)")
+    ev.add_argument("--golden", help="golden set JSONL, or a bundled corpus name (default: the corpus's set for the profile)")
+    ev.add_argument("--split", choices=("dev", "test"), help="score one split of a split golden set (default: both, "
+                    "side by side with the course baseline)")
     ev.add_argument("--corpus", default="python-docs")
     ev.add_argument("--profile", choices=config.PROFILES)
     chunking_opts(ev)
     answer_opts(ev)
     ev.add_argument("--retrieval-only", action="store_true", help="skip answers: retrieval scores only")
     ev.add_argument("--k", type=int, default=5)
-    ev.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"), default="rerank")
+    ev.add_argument("--mode", choices=("dense", "bm25", "hybrid", "rerank"),
+                    help="the retrieval scored (default: the one the assistant answers from)")
     ev.add_argument("--json", metavar="OUT", help="write the scores as JSON to OUT")
     ev.set_defaults(func=cmd_eval)
+
+    tune = sub.add_parser("tune", help="choose the refusal threshold on the dev split (never the test split)")
+    common(tune)
+    tune.add_argument("--golden", help="golden set JSONL (default: the corpus's set for the profile)")
+    tune.add_argument("--out", help="write the choice and every dev question's evidence strength as JSON")
+    tune.set_defaults(func=cmd_tune)
 
     jd = sub.add_parser("judge", help="the answer judge's agreement with hand-labelled answers, and citation support's")
     jd.add_argument("--judge", choices=("facts", "llm", "both"), default="facts",

@@ -9,6 +9,7 @@ from raglab import config
 from raglab.chunking import Chunk
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import (
+    doc_hit,
     evidence_recall,
     first_relevant_rr,
     hit,
@@ -77,6 +78,89 @@ def test_hit_rate_and_mrr_equal_ranx_on_random_runs():
             "ndcg@10": [ndcg(runs[q], qrels[q], 10) for q in order]}
     for name, values in ours.items():
         assert np.allclose(values, ref[name], rtol=1e-9, atol=1e-12), name
+
+
+def _evidence_runs(seed=11, n_questions=50):
+    """Random chunk rankings over 12 documents and questions with 1 to 3 evidence items, each item a
+    (document, quote) pair. Each chunk holds at most one quote, so a ranked list of chunks maps to a
+    ranked list of evidence items (first support of each item) and to one of documents (first
+    appearance of each): the relevance judgments a TREC tool understands."""
+    from raglab.evaluation.golden import Question
+
+    rng = np.random.default_rng(seed)
+    cases = []
+    for qi in range(n_questions):
+        n_items = int(rng.integers(1, 4))
+        docs = [f"doc{int(d)}.txt" for d in rng.choice(12, size=n_items)]
+        evidence = tuple({"doc": d, "quote": f"fact {qi}-{i}"} for i, d in enumerate(docs))
+        chunks = []
+        for pos in range(int(rng.integers(3, 15))):
+            doc = f"doc{int(rng.integers(0, 12))}.txt"
+            holds = [e for e in evidence if e["doc"] == doc and rng.random() < 0.5]
+            text = f"filler {pos} " + (holds[0]["quote"] if holds else "nothing here")
+            chunks.append(_chunk(f"{qi}-{pos}", doc, text))
+        cases.append((Question(f"q{qi}", "multi", "?", "", (), evidence), chunks))
+    return cases
+
+
+def _as_trec(question, chunks):
+    """The chunk ranking as (item run, item qrels, document run, document qrels); a repeat or a
+    non-supporting chunk becomes a distinct junk id, so ranks are kept."""
+    from raglab.evaluation.metrics import supports
+
+    items, item_run, doc_run, seen_docs = {}, [], [], set()
+    for pos, c in enumerate(chunks):
+        found = next((n for n, e in enumerate(question.evidence) if supports(c, e)), None)
+        item = f"item{found}" if found is not None and f"item{found}" not in items else f"junk{pos}"
+        items.setdefault(item, pos)
+        item_run.append(item)
+        doc_run.append(c.doc if c.doc not in seen_docs else f"junkdoc{pos}")
+        seen_docs.add(c.doc)
+    item_qrels = {f"item{n}": 1 for n in range(len(question.evidence))}
+    doc_qrels = {e["doc"]: 1 for e in question.evidence}
+    return item_run, item_qrels, doc_run, doc_qrels
+
+
+def test_scoreboard_evidence_recall_and_doc_hit_equal_pytrec_eval():
+    """The very functions the scoreboard calls (``evidence_recall``, ``doc_hit``) against pytrec_eval,
+    with evidence items and evidence documents as the relevance judgments."""
+    import pytrec_eval
+
+    for question, chunks in _evidence_runs():
+        item_run, item_qrels, doc_run, doc_qrels = _as_trec(question, chunks)
+        scored = lambda ids: {"q": {d: float(len(ids) - i) for i, d in enumerate(ids)}}  # noqa: E731
+        items = pytrec_eval.RelevanceEvaluator({"q": item_qrels}, {"recall_3", "recall_5"}).evaluate(scored(item_run))["q"]
+        docs = pytrec_eval.RelevanceEvaluator({"q": doc_qrels}, {"success_1", "success_5"}).evaluate(scored(doc_run))["q"]
+        assert evidence_recall(chunks, question, 5) == pytest.approx(items["recall_5"], abs=1e-12)
+        assert evidence_recall(chunks, question, 3) == pytest.approx(items["recall_3"], abs=1e-12)
+        assert doc_hit(chunks, question, 5) == docs["success_5"]
+        assert doc_hit(chunks, question, 1) == docs["success_1"]
+
+
+@pytest.mark.slow
+def test_scoreboard_doc_hit_and_mrr_equal_ranx():
+    """``doc_hit`` (documents as judgments) and the scoreboard's MRR@10 (``reciprocal_rank`` of the
+    first supporting chunk, ``relevant_ids``) against ranx."""
+    from ranx import Qrels, Run, evaluate
+
+    from raglab.evaluation.metrics import relevant_ids
+
+    cases = _evidence_runs(seed=12)
+    doc_runs, doc_qrels, chunk_runs, chunk_qrels = {}, {}, {}, {}
+    for question, chunks in cases:
+        _, _, doc_run, dq = _as_trec(question, chunks)
+        doc_runs[question.id] = {d: float(len(doc_run) - i) for i, d in enumerate(doc_run)}
+        doc_qrels[question.id] = dq
+        chunk_runs[question.id] = {c.id: float(len(chunks) - i) for i, c in enumerate(chunks)}
+        chunk_qrels[question.id] = {cid: 1 for cid in relevant_ids(chunks, question)} or {"none": 1}
+    hits = evaluate(Qrels(doc_qrels), Run(doc_runs), "hit_rate@5", return_mean=False)
+    mrr = evaluate(Qrels(chunk_qrels), Run(chunk_runs), "mrr@10", return_mean=False)
+    order = list(Qrels(doc_qrels).keys())
+    by_id = {q.id: (q, c) for q, c in cases}
+    assert np.allclose([doc_hit(by_id[q][1], by_id[q][0], 5) for q in order], hits)
+    order = list(Qrels(chunk_qrels).keys())
+    assert np.allclose([reciprocal_rank([c.id for c in by_id[q][1]], relevant_ids(by_id[q][1], by_id[q][0]), 10)
+                        for q in order], mrr)
 
 
 def test_bootstrap_interval_contains_the_mean_and_shrinks_with_more_data():

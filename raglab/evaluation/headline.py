@@ -1,0 +1,150 @@
+"""The headline evaluation: the default assistant against the course baseline on a split golden set,
+dev and test side by side, with bootstrap intervals and paired differences. Test is the headline.
+
+    RAGLAB_PROFILE=full raglab eval --golden python-docs --headline --json evals/results/python-docs-full.json
+
+Metrics (answerable questions unless said otherwise; the scoreboard's own functions, ``metrics``):
+
+- ``doc_hit@5``: some chunk in the top 5 comes from an evidence document (``metrics.doc_hit``);
+- ``recall@5``: share of evidence items supported in the top 5 (``metrics.evidence_recall``);
+- ``mrr@10``: reciprocal rank of the first supporting chunk within 10 (``metrics.reciprocal_rank``);
+- ``hit@1``: the first chunk supports an evidence item;
+- ``abstention``: every question: answered when answerable, refused when not;
+- ``facts``: the offline answer contains every required fact (``metrics.answer_correct``).
+"""
+from __future__ import annotations
+
+import platform
+import time
+
+from raglab.assistant import build_assistant
+from raglab.corpora import golden_path
+from raglab.corpus import load_corpus
+from raglab.evaluation.baseline import CourseBaseline
+from raglab.evaluation.golden import SPLITS, Question, load_golden
+from raglab.evaluation.scoreboard import Result, evaluate
+from raglab.evaluation.statistics import bootstrap_ci, paired_test, percentile
+
+RETRIEVAL = ("doc_hit@5", "recall@5", "mrr@10", "hit@1")
+ANSWERS = ("abstention", "facts")
+LABELS = {"doc_hit@5": "doc hit@5", "recall@5": "evidence recall@5", "mrr@10": "MRR@10", "hit@1": "hit@1",
+          "abstention": "abstention accuracy", "facts": "answer has the facts"}
+TARGETS = {"doc_hit@5": 0.95, "recall@5": 0.85, "mrr@10": 0.85, "abstention": 0.95, "facts": 0.75}
+
+
+def retrieval_values(r: Result) -> dict[str, float]:
+    """One answerable question's retrieval metrics from its scoreboard result (k = 5, depth 10)."""
+    return {"doc_hit@5": r.hit, "recall@5": r.recall, "mrr@10": r.rr, "hit@1": float(r.rr == 1.0)}
+
+
+def per_question(results: list[Result], questions: list[Question]) -> dict[str, dict[str, float]]:
+    """``{question id: {metric: value}}``: retrieval metrics for answerable questions, and the
+    answer metrics when the results carry answers."""
+    by_id = {q.id: q for q in questions}
+    out = {}
+    for r in results:
+        row = {} if by_id[r.id].type == "unanswerable" else retrieval_values(r)
+        if r.abstention_ok is not None:
+            row["abstention"] = r.abstention_ok
+            if by_id[r.id].type != "unanswerable":
+                row["facts"] = r.correct
+        out[r.id] = row
+    return out
+
+
+def summarize(rows: dict[str, dict[str, float]], ids: list[str]) -> dict[str, dict]:
+    """Each metric's mean over the questions ``ids`` that have it, with a bootstrap 95% interval and n."""
+    out = {}
+    for metric in RETRIEVAL + ANSWERS:
+        values = [rows[i][metric] for i in ids if metric in rows.get(i, {})]
+        if values:
+            out[metric] = {**bootstrap_ci(values), "n": len(values)}
+    return out
+
+
+def paired(a: dict, b: dict, ids: list[str]) -> dict[str, dict]:
+    """``b − a`` per metric on the questions both have (paired bootstrap interval, sign-flip p)."""
+    out = {}
+    for metric in RETRIEVAL + ANSWERS:
+        both = [i for i in ids if metric in a.get(i, {}) and metric in b.get(i, {})]
+        if both:
+            out[metric] = {**paired_test([a[i][metric] for i in both], [b[i][metric] for i in both]), "n": len(both)}
+    return out
+
+
+def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None,
+                 modes: tuple[str, ...] = ("dense", "bm25", "hybrid")) -> dict:
+    """Score the default assistant (answers and its own retrieval, plus each of ``modes``) and the
+    course baseline (its dense, BM25 and hybrid) on every question of a split golden set."""
+    golden = golden or golden_path(corpus, profile)
+    questions = load_golden(golden, load_corpus(corpus, profile))
+    if not all(q.split in SPLITS for q in questions):
+        raise ValueError(f"{golden}: the headline needs a split golden set (every line with 'split': dev or test)")
+    answerable = [q for q in questions if q.type != "unanswerable"]
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    assistant = build_assistant(corpus, profile)
+    default = evaluate(assistant.retriever, questions, 5, assistant.mode, assistant)
+    systems = {f"default ({assistant.mode} + answers)": per_question(default, questions)}
+    latency = {"default": [r.retrieve_ms for r in default]}
+    for mode in modes:
+        if mode != assistant.mode:
+            systems[f"default {mode}"] = per_question(evaluate(assistant.retriever, answerable, 5, mode), questions)
+    baseline = CourseBaseline(corpus, profile)
+    for mode in ("dense", "bm25", "hybrid"):
+        results = evaluate(baseline, answerable, 5, mode)
+        systems[f"course baseline {mode}"] = per_question(results, questions)
+        if mode == "hybrid":
+            latency["course baseline"] = [r.retrieve_ms for r in results]
+    head, base = next(iter(systems)), "course baseline hybrid"
+    splits = {s: [q.id for q in questions if q.split == s] for s in SPLITS}
+    return {
+        "corpus": corpus, "profile": profile, "golden": str(golden), "date": started,
+        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}",
+        "default": assistant.describe() | {"prompt": None}, "baseline": baseline.name,
+        "questions": {s: len(ids) for s, ids in splits.items()},
+        "scores": {s: {name: summarize(rows, ids) for name, rows in systems.items()} for s, ids in splits.items()},
+        "vs_baseline": {s: paired(systems[base], systems[head], ids) for s, ids in splits.items()},
+        "latency_ms": {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in latency.items()},
+        "targets": TARGETS, "per_question": systems,
+        "evidence_strength": {r.id: r.evidence for r in default},
+    }
+
+
+def _cell(s: dict | None) -> str:
+    if not s or s.get("value") is None:
+        return ""
+    return f"{s['value']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
+
+
+def headline_table(report: dict, split: str = "test") -> str:
+    """A Markdown table of one split: one row per system, one column per metric (value [95% CI])."""
+    metrics = RETRIEVAL + ANSWERS
+    lines = ["| system | " + " | ".join(LABELS[m] for m in metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    for name, scores in report["scores"][split].items():
+        lines.append(f"| {name} | " + " | ".join(_cell(scores.get(m)) for m in metrics) + " |")
+    return "\n".join(lines)
+
+
+def difference_table(report: dict) -> str:
+    """Default − course baseline (hybrid), per metric, on dev and on test."""
+    lines = ["| metric | target (test) | " + " | ".join(f"default − baseline, {s}" for s in SPLITS) + " |",
+             "|---|---|" + "---|" * len(SPLITS)]
+    for m in RETRIEVAL:
+        cells = []
+        for s in SPLITS:
+            d = report["vs_baseline"][s].get(m)
+            cells.append(f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3f}" if d else "")
+        lines.append(f"| {LABELS[m]} | {report['targets'].get(m, '')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_headline(report: dict) -> str:
+    """The printed report: test first (the headline), then dev, then the paired differences."""
+    out = [f"{report['corpus']} ({report['profile']} profile), {report['golden']}, {report['date']}, {report['machine']}",
+           "questions: " + ", ".join(f"{s} {n}" for s, n in report["questions"].items()), ""]
+    for split in ("test", "dev"):
+        out += [f"{split} split" + (" (the headline)" if split == "test" else " (every choice was tuned here)"),
+                headline_table(report, split), ""]
+    out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
+            "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]
+    return "\n".join(out)

@@ -1,0 +1,55 @@
+"""Tuning reads dev only: the refusal threshold of a corpus's default assistant, chosen from data.
+
+On a split golden set (the full docs') only the ``dev`` questions are loaded, so the test split is
+never seen by any choice; on an unsplit set (the small profile's) every question is used and the
+result is labelled in-sample. ``raglab tune`` prints the choice next to the value the registry
+(``raglab.corpora``) holds; ``tests/evaluation/test_tuning.py`` checks they agree.
+
+The other defaults (heading-aware chunks with the prefix, the title field, release-note demotion,
+no reranker) were chosen on the same dev split in the lab recorded in ``evals/full_docs_lab.md``.
+"""
+from __future__ import annotations
+
+from raglab.assistant import build_assistant, choose_threshold
+from raglab.corpora import golden_path, threshold_for
+from raglab.corpus import load_corpus
+from raglab.evaluation.golden import Question, load_golden, user_for
+
+
+def tuning_questions(corpus: str, profile: str, golden=None) -> tuple[list[Question], str]:
+    """The questions a choice may read, and what they are: ``dev`` of a split set, else ``in-sample``."""
+    path = golden or golden_path(corpus, profile)
+    docs = load_corpus(corpus, profile)
+    everything = load_golden(path)                 # no corpus check yet: only to see whether the set is split
+    if any(q.split for q in everything):
+        return load_golden(path, docs, split="dev"), "dev"
+    return load_golden(path, docs), "in-sample"
+
+
+def evidence_strengths(assistant, questions: list[Question]) -> dict[str, float]:
+    """The evidence strength the assistant would refuse on, for each question (no answer is generated)."""
+    return {q.id: assistant.retrieve(q.question, user_for(q))[1] for q in questions}
+
+
+def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=None) -> dict:
+    """Choose the refusal threshold of the corpus's default assistant on the tuning questions
+    (``choose_threshold``: Youden's J, lowest cut within 0.02 of the best)."""
+    questions, basis = tuning_questions(corpus, profile, golden)
+    assistant = build_assistant(corpus, profile)
+    strength = evidence_strengths(assistant, questions)
+    answerable = [strength[q.id] for q in questions if q.type != "unanswerable"]
+    unanswerable = [strength[q.id] for q in questions if q.type == "unanswerable"]
+    threshold, j = choose_threshold(answerable, unanswerable)
+    signal = "rerank" if assistant.rerank else "dense"
+    return {"corpus": corpus, "profile": profile, "basis": basis, "signal": signal, "threshold": threshold,
+            "youden_j": round(j, 4), "registry": threshold_for(corpus, profile, signal),
+            "questions": {q.id: q.type for q in questions}, "strength": {k: round(v, 6) for k, v in strength.items()}}
+
+
+def format_tuning(result: dict) -> str:
+    """One line: the choice, what it was chosen on, and whether the registry holds it."""
+    same = abs(result["threshold"] - result["registry"]) < 1e-4
+    return (f"{result['corpus']} ({result['profile']}): refusal threshold on the {result['signal']} signal "
+            f"{result['threshold']} (J = {result['youden_j']}) chosen on {len(result['questions'])} "
+            f"{result['basis']} questions; raglab.corpora holds {result['registry']}"
+            + ("" if same else "  <- differs: update raglab/corpora.py"))
