@@ -313,6 +313,13 @@ class Embedder:
 
     # ------------------------------------------------------------ public calls
 
+    def warm(self) -> None:
+        """Load the model and run it once on a short text, past the cache: the first real text is then
+        as fast as the later ones (the first forward pass pays for kernel set-up, the first count for
+        loading the tokenizer)."""
+        self.token_counts(["warm up"])
+        self._embed(["warm up"])
+
     def encode(self, texts: Iterable[str], progress: bool | None = None) -> np.ndarray:
         """Unit-length float32 vectors, shape ``(len(texts), dim)``: cached ones looked up, the rest embedded.
 

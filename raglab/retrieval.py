@@ -93,6 +93,15 @@ class Retriever:
         self.signals: dict[str, float] = {}
         self._titles: BM25 | None = None
 
+    def warm(self) -> None:
+        """Do now what the first search would otherwise pay for: the embedding model's first run, the
+        page-title BM25 (when the lever is on) and the public access mask."""
+        if hasattr(self.embedder, "warm"):
+            self.embedder.warm()
+        if self.levers.title_weight:
+            self.titles  # noqa: B018 -- the property builds it
+        self.index.allowed(None)
+
     @property
     def titles(self) -> BM25:
         """BM25 over each chunk's page title (the first entry of its heading path), built on first use."""

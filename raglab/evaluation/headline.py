@@ -14,9 +14,13 @@ Metrics (answerable questions unless said otherwise; the scoreboard's own functi
 """
 from __future__ import annotations
 
+import json
 import platform
+import re
 import time
+from pathlib import Path
 
+from raglab import config
 from raglab.assistant import build_assistant
 from raglab.corpora import golden_path
 from raglab.corpus import load_corpus
@@ -30,6 +34,8 @@ ANSWERS = ("abstention", "facts")
 LABELS = {"doc_hit@5": "doc hit@5", "recall@5": "evidence recall@5", "mrr@10": "MRR@10", "hit@1": "hit@1",
           "abstention": "abstention accuracy", "facts": "answer has the facts"}
 TARGETS = {"doc_hit@5": 0.95, "recall@5": 0.85, "mrr@10": 0.85, "abstention": 0.95, "facts": 0.75}
+RESULTS = config.PROJECT_ROOT / "evals" / "results" / "python-docs-full.json"
+LAB = config.PROJECT_ROOT / "evals" / "full_docs_lab.md"
 
 
 def retrieval_values(r: Result) -> dict[str, float]:
@@ -148,3 +154,64 @@ def format_headline(report: dict) -> str:
     out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
             "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]
     return "\n".join(out)
+
+
+def load_headline(path: str | Path = RESULTS) -> dict:
+    """The committed headline results (made by the command in this module's docstring)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def headline_frame(report: dict, split: str = "test"):
+    """One split's scores as a table: one row per system, ``value [low, high]`` per metric."""
+    import pandas as pd  # lazy: pandas is for notebooks
+
+    return pd.DataFrame({LABELS[m]: {name: _cell(scores.get(m)) for name, scores in report["scores"][split].items()}
+                         for m in RETRIEVAL + ANSWERS})
+
+
+def difference_frame(report: dict):
+    """Default − course baseline (hybrid) per retrieval metric, dev and test side by side."""
+    import pandas as pd  # lazy: pandas is for notebooks
+
+    def cell(d):
+        return f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3f}"
+
+    return pd.DataFrame({split: {LABELS[m]: cell(d) for m, d in report["vs_baseline"][split].items()}
+                         for split in SPLITS})
+
+
+def summary_for_report(report: dict) -> dict:
+    """What the write-up prints of the headline (``raglab report``): test scores of the default and
+    the course baseline, their paired differences, the targets, and where the numbers come from."""
+    scores = report["scores"]["test"]
+    default = next(iter(scores))
+    return {"date": report["date"], "machine": report["machine"], "golden": Path(report["golden"]).name,
+            "questions": report["questions"], "default": scores[default],
+            "baseline": scores["course baseline hybrid"], "vs_baseline": report["vs_baseline"]["test"],
+            "targets": report["targets"], "chunks": report["default"]["chunks"]}
+
+
+_LAB_ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<doc_hit>[\d.]+) \| (?P<recall>[\d.]+) \| (?P<mrr>[\d.]+) \| "
+                      r"(?P<hit1>[\d.]+) \| (?:\(reference\)|(?P<diff>[+-][\d.]+) \[(?P<lo>[+-][\d.]+), "
+                      r"(?P<hi>[+-][\d.]+)\] p=(?P<p>[\d.]+)) \|")
+
+
+def lab_levers(path: str | Path = LAB) -> list[dict]:
+    """The lab's dev table (``evals/full_docs_lab.md``): one row per configuration tried on the dev split,
+    with doc hit@5, evidence recall@5, MRR@10, hit@1 and MRR@10's paired difference from the reference
+    (``diff``, its interval ``lo``..``hi`` and ``p``; None for the reference itself)."""
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = _LAB_ROW.match(line)
+        if m:
+            rows.append({k: (v if k == "name" or v is None else float(v)) for k, v in m.groupdict().items()})
+    return rows
+
+
+def dev_choice(rows: list[dict], reference: str = "ref-headings-prefix-hybrid") -> dict:
+    """The lab's selection rule: the highest dev MRR@10 among the reference and the configurations that
+    beat it (paired interval above 0 and p < 0.05); cross-validated blends (``cv5``) are estimates of
+    a model family, not configurations that can ship, so they are left out."""
+    shippable = [r for r in rows if "cv5" not in r["name"]]
+    better = [r for r in shippable if r["diff"] is not None and r["lo"] > 0 and r["p"] < 0.05]
+    return max(better + [r for r in shippable if r["name"] == reference], key=lambda r: r["mrr"])

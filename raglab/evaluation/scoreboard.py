@@ -53,6 +53,7 @@ class Result:
     citation_valid: float | None = None
     citation_support: float | None = None
     abstention_ok: float | None = None
+    evidence: float | None = None
     stage_ms: dict = field(default_factory=dict)
     failure: str | None = None
 
@@ -87,6 +88,7 @@ def evaluate(retriever, questions: list[Question], k: int = 5, mode: str = "rera
 def score_answer(res: Result, q: Question, answer, retrieved_chunks, row) -> None:
     unanswerable = q.type == "unanswerable"
     res.answered, res.reason, res.stage_ms = not answer.refused, answer.reason, dict(answer.timings_ms)
+    res.evidence = answer.evidence
     res.correct = answer_correct(q, answer)
     res.abstention_ok = float(answer.refused == unanswerable)
     if answer.reason not in ("weak-evidence", "model-refused"):

@@ -264,11 +264,15 @@ def _embedders(assistant) -> list:
     return list({id(e): e for e in found if e is not None}.values())
 
 
-def _warm(assistant) -> None:
-    """Load the embedding model now (it loads lazily, on the first text missing from the cache)."""
+def warm(assistant) -> None:
+    """Load and run the embedding models now (they load lazily, on the first text missing from the
+    cache) and build what the first search would build (``Retriever.warm``), so that the first question
+    is as fast as the later ones; nothing is written to the cache."""
     for e in _embedders(assistant):
-        if hasattr(type(e), "model"):
-            e.model  # noqa: B018 -- the property loads it
+        if hasattr(e, "warm"):
+            e.warm()
+    if hasattr(assistant.retriever, "warm"):
+        assistant.retriever.warm()
 
 
 # ---------------------------------------------------------------- the worker
@@ -372,7 +376,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         a = own = None
         try:
             a = assistant if assistant is not None else await loop.run_in_executor(worker.pool, loader)
-            await loop.run_in_executor(worker.pool, _warm, a)
+            await loop.run_in_executor(worker.pool, warm, a)
             # while served, the generator has no retries inside a deadline, each model call ends by the
             # request's deadline, and a model server's error is one line (raglab.surfaces.guard)
             own, a.generator = a.generator, guard.guarded(a.generator, retries=0)

@@ -4,12 +4,12 @@
 - the committed dev run (``evals/results/python-docs-full-tuning.json``, made by
   ``RAGLAB_PROFILE=full raglab tune --out ...``) holds exactly the dev questions, and the threshold
   ``choose_threshold`` picks from its evidence strengths is the registry's;
-- the retrieval defaults are the configuration the lab's selection rule picks from its dev table
-  (``evals/full_docs_lab.md``).
+- the retrieval defaults are the configuration the lab's selection rule (``headline.dev_choice``)
+  picks from its dev table (``evals/full_docs_lab.md``), and the rule picks differently when the
+  table says otherwise.
 """
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from raglab import config
 from raglab.assistant import choose_threshold
 from raglab.corpora import entry, threshold_for
 from raglab.evaluation import tuning
+from raglab.evaluation.headline import dev_choice, lab_levers
 
 EVALS = Path(config.PROJECT_ROOT, "evals")
 GOLDEN = EVALS / "python_docs_full.jsonl"
@@ -93,10 +94,6 @@ def test_the_headline_run_used_the_same_evidence_on_dev():
         assert report["evidence_strength"][qid] == pytest.approx(strength, abs=1e-5)
 
 
-# The lab's dev table: one row per configuration, with its paired test against the reference.
-ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<hit>[\d.]+) \| (?P<recall>[\d.]+) \| (?P<mrr>[\d.]+) \| [\d.]+ \| "
-                 r"(?:\(reference\)|(?P<diff>[+-][\d.]+) \[(?P<lo>[+-][\d.]+), (?P<hi>[+-][\d.]+)\] p=(?P<p>[\d.]+)) \|")
-
 # What each candidate configuration of the lab means in raglab.corpora's terms
 # (chunking, rerank, title_weight, demote_factor).
 MEANING = {
@@ -108,22 +105,20 @@ MEANING = {
 }
 
 
-def lab_dev_rows() -> dict[str, dict]:
-    rows = {}
-    for line in (EVALS / "full_docs_lab.md").read_text(encoding="utf-8").splitlines():
-        m = ROW.match(line)
-        if m and "cv5" not in m["name"]:          # cross-validated blends are estimates, not shippable configurations
-            rows[m["name"]] = m.groupdict()
-    return rows
-
-
 def test_the_retrieval_defaults_are_the_dev_choice():
     """The selection rule of the lab: the highest dev MRR@10 among the reference and the configurations
     that beat it with a paired interval above 0 and p < 0.05."""
-    rows = lab_dev_rows()
-    assert len(rows) > 30 and "ref-headings-prefix-hybrid" in rows
-    better = [r for r in rows.values() if r["diff"] and float(r["lo"]) > 0 and float(r["p"]) < 0.05]
-    chosen = max(better + [rows["ref-headings-prefix-hybrid"]], key=lambda r: float(r["mrr"]))
+    rows = lab_levers()
+    assert len(rows) > 40 and sum(r["diff"] is None for r in rows) == 1
+    chosen = dev_choice(rows)
     e = entry("python-docs")
     assert MEANING[chosen["name"]] == (e.chunking, e.rerank, e.title_weight, e.demote_factor)
     assert e.demote == ("whatsnew/",)
+
+
+def test_the_selection_rule_follows_the_table():
+    rows = lab_levers()
+    flipped = [dict(r, mrr=0.99, lo=0.01, p=0.01, diff=0.2) if r["name"] == "C8-title-field-x0.5" else r for r in rows]
+    assert dev_choice(flipped)["name"] == "C8-title-field-x0.5"
+    none_better = [dict(r, lo=-0.01) if r["diff"] is not None else r for r in rows]
+    assert dev_choice(none_better)["name"] == "ref-headings-prefix-hybrid"
