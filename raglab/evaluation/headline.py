@@ -15,6 +15,7 @@ Metrics (answerable questions unless said otherwise; the scoreboard's own functi
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import time
@@ -36,6 +37,23 @@ LABELS = {"doc_hit@5": "doc hit@5", "recall@5": "evidence recall@5", "mrr@10": "
 TARGETS = {"doc_hit@5": 0.95, "recall@5": 0.85, "mrr@10": 0.85, "abstention": 0.95, "facts": 0.75}
 RESULTS = config.PROJECT_ROOT / "evals" / "results" / "python-docs-full.json"
 LAB = config.PROJECT_ROOT / "evals" / "full_docs_lab.md"
+
+
+def _shown(path) -> str:
+    """A path as the results file records it: relative to the project when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(config.PROJECT_ROOT)) if path.is_relative_to(config.PROJECT_ROOT) else str(path)
+
+
+def machine() -> str:
+    """Where a run ran: architecture, cores, CPU model and Python version."""
+    model = ""
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores{', ' + model if model else ''}, Python {platform.python_version()}"
 
 
 def retrieval_values(r: Result) -> dict[str, float]:
@@ -104,8 +122,8 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     head, base = next(iter(systems)), "course baseline hybrid"
     splits = {s: [q.id for q in questions if q.split == s] for s in SPLITS}
     return {
-        "corpus": corpus, "profile": profile, "golden": str(golden), "date": started,
-        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}",
+        "corpus": corpus, "profile": profile, "golden": _shown(golden), "date": started,
+        "machine": machine(),
         "default": assistant.describe() | {"prompt": None}, "baseline": baseline.name,
         "questions": {s: len(ids) for s, ids in splits.items()},
         "scores": {s: {name: summarize(rows, ids) for name, rows in systems.items()} for s, ids in splits.items()},

@@ -178,7 +178,10 @@ def cmd_eval(args) -> int:
     golden = args.golden or args.corpus
     path = golden_path(golden, args.profile) if golden in REGISTRY else golden
     if args.split is None and any(q.split for q in load_golden(path)):
-        report = run_headline(args.corpus, config.profile(args.profile), path)
+        profile = config.profile(args.profile)
+        report = run_headline(args.corpus, profile, path)
+        report["command"] = f"RAGLAB_PROFILE={profile} raglab eval --corpus {args.corpus}" + \
+            (f" --json {args.json}" if args.json else "")
         if args.json:
             with atomic_open(args.json) as fh:
                 json.dump(report, fh, indent=2)
