@@ -46,6 +46,7 @@ from raglab import config
 from raglab.chunking import load_tokenizer, token_lengths
 from raglab.config import work_dir
 from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, quiet_loading
+from raglab.progress import progress_bar
 
 PRECISIONS = ("float32", "bfloat16")
 BATCH_SIZES = {"float32": 16, "bfloat16": 32}   # texts a forward pass, measured by bench/embed.py (see above)
@@ -352,11 +353,7 @@ class Embedder:
         lengths = self.token_counts([unique[j] for j in misses])
         order = [misses[k] for k in np.argsort([-n for n in lengths], kind="stable")]
         show = len(misses) > 200 if progress is None else progress
-        bar = None
-        if show:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(order), desc=f"embedding ({self.cache_id})", unit="text")
+        bar = progress_bar(len(order), f"embedding ({self.cache_id})", "text") if show else None
         try:
             for i in range(0, len(order), self.batch_size):
                 batch = order[i:i + self.batch_size]

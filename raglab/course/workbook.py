@@ -1,6 +1,7 @@
 """The main job: execute the workbook's notebooks headless, in order, and render each to HTML."""
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,9 +26,15 @@ def execute(path: Path, timeout: int = 1800):
     import nbformat  # lazy: only when notebooks run
     from nbclient import NotebookClient  # lazy: only when notebooks run
 
+    from jupyter_client.manager import KernelManager  # lazy: only when notebooks run
+
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    with tempfile.TemporaryDirectory(prefix="raglab-kernel-") as sockets:
+        # local sockets instead of TCP: nothing listens on a port, and the kernel has no
+        # "running over TCP without encryption" warning to print into the main job's output
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 

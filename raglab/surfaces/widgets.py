@@ -389,7 +389,8 @@ def ask_box(assistant, user: tuple[str, ...] | None = None, question: str | None
 
     ``user`` is the caller's access groups (public is always included). With ``question`` the box
     starts with that question answered; with ``static=True`` that initial state (the answer, or
-    an empty box) is also displayed as plain HTML, for readers of the rendered notebook.
+    an empty box) is displayed as plain HTML, for readers of the rendered notebook, followed by the
+    live box itself (so a notebook assigns the result instead of ending the cell with it).
     """
     box = AskBox(assistant, user, question)
     if question:
@@ -399,4 +400,5 @@ def ask_box(assistant, user: tuple[str, ...] | None = None, question: str | None
             f'<div style="{_FONT};border:1px dashed #bbb;padding:4px 8px;color:#666">Ask box: a question field and '
             "an Ask button; answers appear here with their citations.</div>")
         display(HTML(_snapshot("ask box", body)))
+        display(box)   # the live box, displayed here: assign the result (``box = ask_box(...)``), no empty Out[]
     return box

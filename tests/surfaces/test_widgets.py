@@ -194,8 +194,9 @@ def test_static_snapshot_and_plain_text_fallback(python_docs, monkeypatch):
 
     shown.clear()
     ask = ask_box(Stub())
-    assert len(shown) == 1 and "Ask box" in shown[0].data and ask.answer is None
-    assert chunk_explorer(python_docs[:1], static=False) and len(shown) == 1
+    assert len(shown) == 2 and "Ask box" in shown[0].data and ask.answer is None
+    assert shown[1] is ask           # the live box is displayed by ask_box itself: no empty Out[] after it
+    assert chunk_explorer(python_docs[:1], static=False) and len(shown) == 2
     ask.button.click()  # an empty question is not sent
     assert "Type a question first" in ask.output.value
     ask.question.value = "anything"
