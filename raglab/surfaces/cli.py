@@ -7,7 +7,8 @@
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
     raglab eval         [--golden FILE] [--split dev|test] [--corpus C] [--retrieval-only] [--k N] [--json OUT]
-    raglab tune         [--corpus C] [--profile P] [--out FILE]        # the refusal threshold, chosen on dev only
+    raglab golden check FILE [--corpus C] [--profile P] [--json]    # a student's own golden set: every problem
+    raglab tune         [--corpus C] [--profile P] [--golden FILE] [--out FILE]   # the refusal threshold, chosen on dev only
     raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
@@ -40,7 +41,7 @@ from raglab.corpus import (
     load_corpus,
     page_access,
 )
-from raglab.corpora import REGISTRY, entry, golden_path
+from raglab.corpora import REGISTRY, entry
 from raglab.course.artifacts import jsonable, save_json
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
@@ -48,7 +49,7 @@ from raglab.course.workbook import run_workbook
 from raglab.embeddings import Embedder
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
-from raglab.evaluation.golden import load_golden
+from raglab.evaluation.golden import check_student_golden, golden_file, load_golden
 from raglab.evaluation.headline import format_headline, run_headline
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.evaluation.tuning import format_tuning, tune_threshold
@@ -176,7 +177,7 @@ def cmd_eval(args) -> int:
     """Score a golden set. A split golden set (the full docs') with no --split gives the headline:
     the default assistant and the course baseline, dev and test side by side (``evaluation.headline``)."""
     golden = args.golden or args.corpus
-    path = golden_path(golden, args.profile) if golden in REGISTRY else golden
+    path = golden_file(golden, args.profile) if golden in REGISTRY else golden     # $RAGLAB_GOLDEN overrides
     if args.split is None and any(q.split for q in load_golden(path)):
         profile = config.profile(args.profile)
         report = run_headline(args.corpus, profile, path)
@@ -193,6 +194,15 @@ def cmd_eval(args) -> int:
             json.dump(board, fh, indent=2)
     print(format_scoreboard(board))
     return 0
+
+
+def cmd_golden_check(args) -> int:
+    """Check a student's own golden set against the corpus and the required mix; exit 1 on any problem."""
+    report = check_student_golden(args.file, load_corpus(args.corpus, args.profile))
+    data = {"file": report.path, "questions": report.questions, "counts": report.counts,
+            "copies": report.copies, "share_copied": round(report.share, 4), "problems": report.problems}
+    _emit(args, data, report.lines())
+    return 1 if report.problems else 0
 
 
 def cmd_tune(args) -> int:
@@ -366,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the retrieval scored (default: the one the assistant answers from)")
     ev.add_argument("--json", metavar="OUT", help="write the scores as JSON to OUT")
     ev.set_defaults(func=cmd_eval)
+
+    gold = sub.add_parser("golden", help="golden sets of your own").add_subparsers(dest="action", required=True)
+    gcheck = gold.add_parser("check", help="check a golden set against the corpus and the required mix (exit 1 on any problem)")
+    gcheck.add_argument("file", help="the golden set, JSONL (evals/student_template.jsonl shows the format)")
+    common(gcheck)
+    gcheck.set_defaults(func=cmd_golden_check)
 
     tune = sub.add_parser("tune", help="choose the refusal threshold on the dev split (never the test split)")
     common(tune)
