@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raglab import config
+from raglab.corpora import REGISTRY, golden_path
 from raglab.evaluation.golden import Question, jsonl_records, load_golden
 from raglab.evaluation.metrics import answer_correct, facts_present
 from raglab.evaluation.scoreboard import citation_support
@@ -76,6 +77,12 @@ class JudgeItem:
 
 
 # ---------------------------------------------------------------- files
+
+def project_set(golden: str | Path) -> str | Path:
+    """The file of the golden set the hand labels were made on: a bundled corpus's small-profile set
+    (never a student's ``RAGLAB_GOLDEN``, whose ids differ), or the file given."""
+    return golden_path(str(golden), "small") if str(golden) in REGISTRY else golden
+
 
 def _read_jsonl(path: str | Path, required: tuple[str, ...]) -> list[tuple[str, dict]]:
     """Lines of a JSONL file as ``(where, record)``; an error names the file, line and field."""
@@ -189,7 +196,7 @@ class FactCheckJudge:
     name = FACT_CHECK_NAME
 
     def __init__(self, questions: list[Question] | str | Path = "python-docs"):
-        questions = load_golden(questions) if isinstance(questions, (str, Path)) else questions
+        questions = load_golden(project_set(questions)) if isinstance(questions, (str, Path)) else questions
         self.questions = {q.id: q for q in questions}
 
     def judge(self, item: JudgeItem) -> Verdict:
@@ -305,7 +312,7 @@ def load_citation_checks(path: str | Path = CITATION_CHECKS_FILE) -> list[Citati
 def citation_agreement(checks: list[CitationCheck], questions: list[Question] | str | Path = "python-docs") -> dict:
     """The scoreboard's automatic ``citation_support`` (a cited chunk holds the question's golden evidence)
     against the hand check (every cited sentence is supported by its chunk), answer by answer."""
-    questions = load_golden(questions) if isinstance(questions, (str, Path)) else questions
+    questions = load_golden(project_set(questions)) if isinstance(questions, (str, Path)) else questions
     by_id = {q.id: q for q in questions}
     auto = ["supported" if citation_support(by_id[c.question_id], list(c.cited)) else "unsupported" for c in checks]
     hand = ["supported" if c.hand_supported else "unsupported" for c in checks]

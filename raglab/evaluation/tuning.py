@@ -11,14 +11,14 @@ no reranker) were chosen on the same dev split in the lab recorded in ``evals/fu
 from __future__ import annotations
 
 from raglab.assistant import build_assistant, choose_threshold
-from raglab.corpora import golden_path, threshold_for
+from raglab.corpora import threshold_for
 from raglab.corpus import load_corpus
-from raglab.evaluation.golden import Question, load_golden, user_for
+from raglab.evaluation.golden import Question, golden_file, load_golden, user_for
 
 
 def tuning_questions(corpus: str, profile: str, golden=None) -> tuple[list[Question], str]:
     """The questions a choice may read, and what they are: ``dev`` of a split set, else ``in-sample``."""
-    path = golden or golden_path(corpus, profile)
+    path = golden or golden_file(corpus, profile)
     docs = load_corpus(corpus, profile)
     everything = load_golden(path)                 # no corpus check yet: only to see whether the set is split
     if any(q.split for q in everything):

@@ -36,8 +36,7 @@ import numpy as np
 
 from raglab import config
 from raglab.assistant import Assistant, build_assistant
-from raglab.corpora import golden_path
-from raglab.evaluation.golden import load_golden, user_for
+from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
 from raglab.experiments.tokens import (
@@ -305,7 +304,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
     hosted_url = hosted_url or config.get(HOSTED_ENV)
 
     base = build_assistant(corpus, profile, generator="extractive")
-    questions = select_questions(load_golden(golden or golden_path(corpus)), n)
+    questions = select_questions(load_golden(golden or golden_file(corpus, profile)), n)
     trace = Path(trace_path) if trace_path else config.work_dir() / "traces" / "cost.jsonl"
     server = None
     try:
@@ -364,7 +363,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
                                                    for r in local_rows])}
                    for p in models.values()]
     result = {
-        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_path(corpus)),
+        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_file(corpus, profile)),
         "n_questions": len(questions), "question_ids": [q.id for q in questions],
         "prices": {k: prices[k] for k in ("path", "as_of", "currency", "unit", "note")},
         "hosted": hosted, "server": {"base_url": server_url, "model": MODEL_ALIAS, "started_here": server is not None,

@@ -44,9 +44,8 @@ from raglab import config
 from raglab.assistant import Assistant, build_assistant
 from raglab.bm25 import BM25
 from raglab.chunking import Chunk
-from raglab.corpora import golden_path
 from raglab.corpus import PUBLIC, load_corpus
-from raglab.evaluation.golden import load_golden, user_for
+from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
 from raglab.experiments.cost import _load_avg, select_questions
@@ -307,7 +306,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     started, load_before = time.perf_counter(), _load_avg()
     base = build_assistant(corpus, profile, generator="extractive")
     docs = load_corpus(corpus, profile)
-    questions = select_questions(load_golden(golden or golden_path(corpus)), n)
+    questions = select_questions(load_golden(golden or golden_file(corpus, profile)), n)
     trace = Path(trace_path) if trace_path else config.work_dir() / "traces" / "longcontext.jsonl"
     setup_s = time.perf_counter() - started
     server = None
@@ -382,7 +381,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     corpus_tokens = packer.last_info["corpus_tokens"] if rows else 0
     median_budget = float(np.median([r["budget_tokens"] for r in lc_rows])) if rows else 0.0
     result = {
-        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_path(corpus)),
+        "corpus": corpus, "profile": config.profile(profile), "golden": str(golden or golden_file(corpus, profile)),
         "generator": gen.name, "sentence_cap": sentence_cap if generator == "extractive" else None,
         "budget": budget if budget is not None else "default: n_ctx - max_tokens - instructions - margin, per question",
         "n_ctx": N_CTX, "max_tokens": max_tokens, "threshold": base.threshold, "n_questions": len(rows),

@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 from raglab import config
 from raglab.chunking import ChunkSettings
-from raglab.corpora import entry, golden_path
+from raglab.corpora import entry
 from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder
-from raglab.evaluation.golden import load_golden, user_for
+from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
@@ -511,7 +511,7 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     strategy, prefix = entry(corpus).chunking
     settings = ChunkSettings(strategy, prefix=prefix)
     embedder = embedder or Embedder()
-    questions = [q for q in load_golden(golden or golden_path(corpus), load_corpus(corpus, profile))
+    questions = [q for q in load_golden(golden or golden_file(corpus, profile), load_corpus(corpus, profile))
                  if q.type == "multi"]
     if not questions:
         raise ValueError(f"the golden set of {corpus!r} has no multi-passage (type 'multi') questions")

@@ -200,3 +200,16 @@ def test_raglab_tune_chooses_the_threshold_on_the_students_dev_questions(tmp_pat
     assert result["basis"] == "dev" and set(result["questions"]) == dev
     assert sorted(assistant.asked) == sorted(r["question"] for r in records if r["split"] == "dev")
     assert result["threshold"] == 0.5 and result["youden_j"] == 1.0
+
+
+def test_raglab_golden_reaches_tuning_and_experiments_but_not_the_judges_hand_labels(monkeypatch):
+    from raglab.evaluation.judge import FactCheckJudge
+
+    template = Path(config.PROJECT_ROOT, "evals", "student_template.jsonl")
+    monkeypatch.setenv("RAGLAB_GOLDEN", str(template))
+    seen = {}
+    monkeypatch.setattr(tuning, "load_golden", lambda path, docs=None, split=None: seen.setdefault("path", path) and [])
+    monkeypatch.setattr(tuning, "load_corpus", lambda corpus, profile: None)
+    tuning.tuning_questions("python-docs", "small")
+    assert Path(seen["path"]) == template
+    assert "py-001" in FactCheckJudge("python-docs").questions       # the judge's labels are on the project's set
