@@ -159,7 +159,9 @@ def cmd_ask(args) -> int:
     answer = assistant.ask(args.query, _user(args))
     lines = [answer.answer, ""]
     lines += [f"[{c.n}] {c.id}  ({c.heading})" for c in answer.citations]
-    if answer.refused:
+    if answer.refused and answer.unknown_names:
+        lines.append(f"(refused: {answer.reason}; the question names what no page contains: {', '.join(answer.unknown_names)})")
+    elif answer.refused:
         lines.append(f"(refused: {answer.reason}; evidence strength {answer.evidence:.3f}, threshold {assistant.threshold})")
     lines.append(f"generator: {answer.generator}")
     _emit(args, answer.to_dict(), lines)
