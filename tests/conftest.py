@@ -5,7 +5,7 @@ os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 import pytest  # noqa: E402
 
-from raglab.chunking import ChunkSettings  # noqa: E402
+from raglab.chunking import ChunkSettings, chunk_corpus  # noqa: E402
 from raglab.corpus import load_corpus  # noqa: E402
 
 
@@ -113,3 +113,26 @@ def project_artifacts(tmp_path_factory):
     finally:
         mp.undo()
     return out / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def json_retriever(python_docs, embedder):
+    """A small in-memory index over one Python-docs page, ``library/json.txt`` (plain text with reST
+    markup such as ``*ensure_ascii*``), heading-aware chunks with the prefix, public to everyone; every
+    search mode, with the offline sentence reranker."""
+    from pathlib import Path
+
+    from raglab.bm25 import BM25
+    from raglab.index import Index
+    from raglab.rerank import SentenceMaxReranker
+    from raglab.retrieval import Retriever
+    from raglab.stores.faiss_store import FaissStore
+
+    doc = next(d for d in python_docs if d.id == "library/json.txt")
+    chunks = chunk_corpus([doc], ChunkSettings("headings", prefix=True))
+    vectors = embedder.encode([c.indexed_text for c in chunks])
+    dense = FaissStore(vectors.shape[1], "flat")
+    dense.add(vectors)
+    index = Index(Path("library-json"), {"version_id": "library-json"}, chunks, dense,
+                  BM25([c.indexed_text for c in chunks]))
+    return Retriever(index, embedder, SentenceMaxReranker(embedder))

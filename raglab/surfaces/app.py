@@ -21,6 +21,12 @@ the time left as its timeout (``raglab.surfaces.guard``), so the worker is free 
 passes, and the caller gets a 503. A model server that answers with an error or a malformed
 response is a 502 with a one-line reason. ``/health`` without a token says only that the service is
 up; with a token it adds the index, the chunks that token may see, the generator and the queue.
+
+Sources written in Markdown (a ``.md`` document, such as the help center's pages) are also sent
+rendered, server-side, by markdown-it with raw HTML off (``markdown_html``): ``GET /chunks/{id}`` adds
+``html`` and ``POST /ask`` adds ``answer_html`` (see ``markdown_answer``); both are null for plain-text
+sources (the Python docs' ``.txt`` pages use reST markup such as ``*ensure_ascii*``, which is not
+Markdown). The text fields stay as they were.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +49,7 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from markdown_it import MarkdownIt
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from raglab import config
@@ -275,6 +283,92 @@ def warm(assistant) -> None:
         assistant.retriever.warm()
 
 
+# ---------------------------------------------------------------- Markdown
+
+MARKDOWN_SUFFIX = ".md"
+_MARKERS = re.compile(r"\[(\d+)\]")
+_OPEN, _CLOSE = "\ue000", "\ue001"       # private-use characters that stand in for the brackets of [n]
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+_LINK_SCHEMES = ("http:", "https:", "mailto:")
+
+
+def _markdown() -> MarkdownIt:
+    """CommonMark plus tables, raw HTML off (a tag in the source is shown as text, escaped), and links
+    kept only to http, https, mailto or a relative address (on top of markdown-it's own check, which
+    already refuses ``javascript:``, ``vbscript:``, ``file:`` and most ``data:``)."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    builtin = md.validateLink
+
+    def validate(url: str) -> bool:
+        url = url.strip()
+        return builtin(url) and (not _SCHEME.match(url) or url.lower().startswith(_LINK_SCHEMES))
+
+    md.validateLink = validate
+    return md
+
+
+_MD = _markdown()
+
+
+def is_markdown(doc: str) -> bool:
+    """Whether a document's source is Markdown: its id ends with ``.md``."""
+    return doc.lower().endswith(MARKDOWN_SUFFIX)
+
+
+def markdown_html(text: str) -> str:
+    """``text`` (Markdown) as HTML that the page can show as it is.
+
+    markdown-it renders it with raw HTML off, so a tag in the source comes out escaped, and a link
+    whose address is not http, https, mailto or relative stays text. On top of that, for the page's
+    content security policy (no inline styles, nothing loaded from elsewhere): a table cell's
+    alignment is a class (``align-right``) and not a ``style`` attribute, an image is its alt text,
+    and a link gets ``rel="noopener noreferrer"``.
+
+    >>> markdown_html("**3 business days** <script>alert(1)</script> [x](javascript:alert(1))")
+    '<p><strong>3 business days</strong> &lt;script&gt;alert(1)&lt;/script&gt; [x](javascript:alert(1))</p>\\n'
+    """
+    env: dict = {}
+    tokens = _MD.parse(text, env)
+    for token in tokens:
+        if token.type in ("th_open", "td_open"):
+            style = str(token.attrs.pop("style", ""))
+            if style.startswith("text-align:"):
+                token.attrSet("class", "align-" + style.partition(":")[2])
+        for child in token.children or ():
+            if child.type == "image":                   # the alt text, escaped as any text
+                child.type, child.tag, child.attrs, child.children = "text", "", {}, None
+            elif child.type == "link_open":
+                child.attrSet("rel", "noopener noreferrer")
+    return _MD.renderer.render(tokens, _MD.options, env)
+
+
+def markdown_answer(answer: str, citations, refused: bool = False) -> str | None:
+    """The answer's text rendered as Markdown when every source it cites is a Markdown page, else None.
+
+    Why this design: the answer is built from the sources' text (the extractive generator quotes
+    their sentences; a model writes in their style), so its markup is the sources' markup. When all
+    the cited pages are Markdown, the answer is rendered here, on the server, with ``markdown_html``
+    (raw HTML off); with one plain-text source (reST's ``*ensure_ascii*`` is not emphasis), or none
+    (a refusal), it stays text. Rendering on the server keeps the page's script small and its
+    content security policy as strict as it was: no Markdown library and no ``'unsafe-inline'`` in the
+    browser, which copies the HTML node by node into the page through an allowlist of tags and attributes.
+
+    The citation markers ``[n]`` stay recognisable: each is replaced by private-use characters before
+    rendering and restored after, so Markdown can never read ``[1]`` as a link (``[1]: url`` in a
+    model's answer stays text) and the page turns the ``[n]`` in the HTML's text into the same cite
+    links as in a plain answer. The citation snippets stay text (they are cut mid-sentence, where
+    Markdown would often be unbalanced).
+
+    >>> markdown_answer("Call **+1 (888) 555-0199**. [1]", [type("C", (), {"doc": "plus/priority-support.md"})])
+    '<p>Call <strong>+1 (888) 555-0199</strong>. [1]</p>\\n'
+    """
+    if refused or not citations or not all(is_markdown(c.doc) for c in citations):
+        return None
+    text = answer.replace(_OPEN, "").replace(_CLOSE, "")
+    text = _MARKERS.sub(lambda m: f"{_OPEN}{m.group(1)}{_CLOSE}", text)
+    return markdown_html(text).replace(_OPEN, "[").replace(_CLOSE, "]")
+
+
 # ---------------------------------------------------------------- the worker
 
 class Busy(Exception):
@@ -441,6 +535,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
     async def ask(body: AskRequest, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
         answer = await request.app.state.worker.run(request.app.state.assistant.ask, body.question, user or None)
         return {"answer": answer.answer,
+                "answer_html": markdown_answer(answer.answer, answer.citations, answer.refused),
                 "citations": [{"n": c.n, "id": c.id, "doc": c.doc, "snippet": c.snippet} for c in answer.citations],
                 "refused": answer.refused, "reason": answer.reason}
 
@@ -451,7 +546,8 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         if row is None or not index.allowed(user or None)[row]:   # hidden and missing look the same
             raise ApiError(404, "no such chunk")
         c = whole_sentences(index.chunks, row)   # the cited source: the chunk widened to whole sentences
-        return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text}
+        return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text,
+                "html": markdown_html(c.text) if is_markdown(c.doc) else None}
 
     @app.get("/health")
     async def health(request: Request, authorization: Annotated[str | None, Header()] = None):
@@ -503,7 +599,12 @@ a.cite.active{background:#dfe9f7}
 #sources{font-size:.9rem;padding-left:1.2rem}#sources:empty{display:none}
 #error{color:#8c1c1f;font-weight:600}#error:empty{display:none}
 #chunk{border:1px solid #ccc;background:#f7f7f7;padding:.6rem .8rem;margin-top:1rem}#chunk[hidden]{display:none}
-#chunk-text{white-space:pre-wrap;font-size:.9rem;margin:.4rem 0 0}
+#chunk-text{white-space:pre-wrap;font:.9rem/1.45 ui-monospace,monospace;margin:.4rem 0 0}
+#answer[data-format=markdown],#chunk-text[data-format=markdown]{white-space:normal;font-family:inherit}
+#answer p:first-child,#chunk-text>:first-child{margin-top:0}#answer p:last-child,#chunk-text>:last-child{margin-bottom:0}
+#chunk-text h1,#chunk-text h2,#chunk-text h3,#chunk-text h4{font-size:1rem;margin:.6rem 0 .3rem}
+table{border-collapse:collapse;margin:.4rem 0}th,td{border:1px solid #bbb;padding:.15rem .5rem;text-align:left}
+th.align-center,td.align-center{text-align:center}th.align-right,td.align-right{text-align:right}
 """
 
 _JS = r"""
@@ -522,9 +623,43 @@ function citeLink(c) {
   a.dataset.id = c.id; a.dataset.n = String(c.n); a.title = c.doc;
   return a;
 }
+// HTML rendered by the server (Markdown, raw HTML off) enters the page node by node: the parsed copy is
+// inert (nothing in it runs or loads), only the tags in TAGS are rebuilt, an element of any other tag
+// keeps its text only, and the only attributes kept are a link's http(s)/mailto address and a table
+// cell's alignment class. Every text goes through onText (which makes text nodes, and cite links in
+// an answer); no HTML string is ever written into the live page.
+const TAGS = new Set(['P', 'BR', 'HR', 'STRONG', 'EM', 'CODE', 'PRE', 'BLOCKQUOTE', 'UL', 'OL', 'LI',
+  'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'TABLE', 'THEAD', 'TBODY', 'TR', 'TH', 'TD', 'A']);
+function safeHref(href) {
+  try {
+    const url = new URL(href, location.href);
+    return ['http:', 'https:', 'mailto:'].includes(url.protocol) ? url.href : null;
+  } catch (e) { return null; }
+}
+function copyHtml(html, into, onText) {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  const walk = (src, dst) => {
+    for (const node of src.childNodes) {
+      if (node.nodeType === Node.TEXT_NODE) { onText(dst, node.data); continue; }
+      if (node.nodeType !== Node.ELEMENT_NODE) continue;
+      if (!TAGS.has(node.tagName)) { onText(dst, node.textContent); continue; }
+      const el = document.createElement(node.tagName.toLowerCase());
+      if (node.tagName === 'A') {
+        const href = safeHref(node.getAttribute('href') || '');
+        if (href) { el.href = href; el.rel = 'noopener noreferrer'; }
+      }
+      const align = node.getAttribute('class') || '';
+      if ((node.tagName === 'TH' || node.tagName === 'TD') && /^align-(left|center|right)$/.test(align)) el.className = align;
+      dst.append(el);
+      walk(node, el);
+    }
+  };
+  walk(doc.body, into);
+}
+function plainText(dst, text) { dst.append(document.createTextNode(text)); }
 function render(data) {
   const box = $('answer'); box.replaceChildren(); $('sources').replaceChildren();
-  box.className = data.refused ? 'refused' : 'answered';
+  box.className = data.refused ? 'refused' : 'answered'; box.dataset.format = 'text';
   box.dataset.refused = String(data.refused);
   if (data.refused) {
     const p = document.createElement('strong'); p.id = 'refusal'; p.textContent = data.answer;
@@ -532,12 +667,14 @@ function render(data) {
     box.append(p, r); return;
   }
   const byN = new Map(data.citations.map((c) => [String(c.n), c]));
-  const parts = data.answer.split(/\[(\d+)\]/);
-  parts.forEach((part, i) => {
-    if (i % 2 === 0) box.append(document.createTextNode(part));
-    else if (byN.has(part)) box.append(citeLink(byN.get(part)));
-    else box.append(document.createTextNode('[' + part + ']'));
+  const withCites = (dst, text) => text.split(/\[(\d+)\]/).forEach((part, i) => {
+    if (i % 2 === 0) { if (part) dst.append(document.createTextNode(part)); }
+    else if (byN.has(part) && !dst.closest('a')) dst.append(citeLink(byN.get(part)));
+    else dst.append(document.createTextNode('[' + part + ']'));
   });
+  box.dataset.format = data.answer_html ? 'markdown' : 'text';
+  if (data.answer_html) copyHtml(data.answer_html, box, withCites);
+  else withCites(box, data.answer);
   for (const c of data.citations) {
     const li = document.createElement('li');
     li.append(citeLink(c), document.createTextNode(' ' + c.doc + ' \u2014 ' + c.snippet));
@@ -566,11 +703,13 @@ async function showChunk(link) {
   const path = link.dataset.id.split('/').map(encodeURIComponent).join('/');
   const res = await fetch('/chunks/' + path, {headers: headers()});
   const data = await res.json().catch(() => null);
-  const panel = $('chunk');
-  if (!res.ok) { $('chunk-title').textContent = message(res.status, data); $('chunk-text').textContent = ''; }
+  const panel = $('chunk'), text = $('chunk-text');
+  text.replaceChildren(); text.dataset.format = 'text';
+  if (!res.ok) { $('chunk-title').textContent = message(res.status, data); }
   else {
     $('chunk-title').textContent = '[' + link.dataset.n + '] ' + data.doc + (data.heading ? ' \u2014 ' + data.heading : '');
-    $('chunk-text').textContent = data.text;
+    if (data.html) { text.dataset.format = 'markdown'; copyHtml(data.html, text, plainText); }
+    else text.textContent = data.text;
   }
   panel.dataset.id = link.dataset.id; panel.hidden = false;
 }
@@ -595,7 +734,7 @@ placeholder="How long do I have to return an item?"></textarea></p>
 <div id="error" role="alert"></div>
 <div id="answer" aria-live="polite"></div>
 <ol id="sources"></ol>
-<section id="chunk" hidden><strong id="chunk-title"></strong><pre id="chunk-text"></pre></section>
+<section id="chunk" hidden><strong id="chunk-title"></strong><div id="chunk-text"></div></section>
 <script>{_JS}</script>
 </body></html>
 """

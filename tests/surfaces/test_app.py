@@ -171,10 +171,11 @@ def test_answer_shape(client):
     r = client.post("/ask", json={"question": "How many days do I have to return an item?"}, headers=PUBLIC)
     assert r.status_code == 200
     data = r.json()
-    assert set(data) == {"answer", "citations", "refused", "reason"}
+    assert set(data) == {"answer", "answer_html", "citations", "refused", "reason"}
     assert not data["refused"] and data["reason"] is None and data["citations"]
     for c in data["citations"]:
         assert set(c) == {"n", "id", "doc", "snippet"} and f"[{c['n']}]" in data["answer"]
+        assert f"[{c['n']}]" in data["answer_html"]         # help-center pages are Markdown: rendered too
 
 
 @pytest.mark.parametrize("question", PREMIUM_QUESTIONS)
@@ -204,7 +205,8 @@ def test_chunks_are_404_unless_the_caller_may_see_them(client, index, premium_id
     shown = client.get(_path(premium_id), headers=PREMIUM)
     chunk = index.chunks[index.row_of[premium_id]]
     assert shown.status_code == 200
-    assert shown.json() == {"id": premium_id, "doc": chunk.doc, "heading": " > ".join(chunk.heading), "text": chunk.text}
+    assert shown.json() == {"id": premium_id, "doc": chunk.doc, "heading": " > ".join(chunk.heading), "text": chunk.text,
+                            "html": app_module.markdown_html(chunk.text)}
     public_id = min(public_ids)
     for headers in (PUBLIC, PREMIUM):
         assert client.get(_path(public_id), headers=headers).json()["id"] == public_id
@@ -217,6 +219,97 @@ def test_premium_citations_open_for_premium_only(client):
     cited = data["citations"][0]["id"]
     assert "555-0199" in client.get(_path(cited), headers=PREMIUM).json()["text"]
     assert client.get(_path(cited), headers=PUBLIC).status_code == 404
+
+
+def test_markdown_answers_and_chunks_are_rendered(client, index):
+    """Help-center pages are Markdown: the answer and the opened chunk come rendered (bold, lists, tables)."""
+    data = client.post("/ask", json={"question": PHONE_QUESTION}, headers=PREMIUM).json()
+    assert "**" in data["answer"] and "<" not in data["answer"]        # the text field is unchanged
+    html = data["answer_html"]
+    assert "<strong>+1 (888) 555-0199</strong>" in html and "**" not in html
+    assert [m for m in re.findall(r"\[(\d+)\]", html)] == re.findall(r"\[(\d+)\]", data["answer"])
+    shown = client.get(_path(data["citations"][0]["id"]), headers=PREMIUM).json()
+    assert "<strong>" in shown["html"] and "<li>" in shown["html"] and "**" not in shown["html"]
+    table_id = next(c.id for c in index.chunks if c.doc == "plus/priority-support.md" and "|---|" in c.text)
+    table = client.get(_path(table_id), headers=PREMIUM).json()
+    assert "<table>" in table["html"] and "<th>Channel</th>" in table["html"] and "|---|" not in table["html"]
+    assert "|---|" in table["text"]
+    refused = client.post("/ask", json={"question": "Does Parcelo offer gift wrapping?"}, headers=PREMIUM).json()
+    assert refused["refused"] and refused["answer_html"] is None
+
+
+@pytest.fixture(scope="module")
+def json_client(json_retriever, embedder, workdir):
+    """The app over one Python-docs page (library/json.txt: plain text with reST markup)."""
+    a = Assistant(json_retriever, ExtractiveGenerator(embedder), threshold=0.0,
+                  trace_path=workdir / "traces" / "json.jsonl")
+    with TestClient(create_app(a, tokens=TOKENS)) as c:
+        yield c
+
+
+def test_plain_text_sources_stay_text(json_client, json_retriever):
+    """The Python docs' reST (``*ensure_ascii*``, ``**kw``) is not Markdown: no html, the text as it is."""
+    data = json_client.post("/ask", json={"question": "What does ensure_ascii do in json.dumps?"}, headers=PUBLIC).json()
+    assert not data["refused"] and data["citations"] and data["answer_html"] is None
+    assert all(c["doc"] == "library/json.txt" for c in data["citations"])
+    index = json_retriever.index
+    row = next(i for i, c in enumerate(index.chunks) if "*ensure_ascii*" in c.text and "**kw" in c.text)
+    shown = json_client.get(_path(index.chunks[row].id), headers=PUBLIC).json()
+    assert shown["html"] is None and "*ensure_ascii*" in shown["text"] and "**kw" in shown["text"]
+
+
+class _Cited:
+    def __init__(self, doc):
+        self.doc = doc
+
+
+def _elements(html: str) -> list[tuple[str, dict]]:
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, dict(attrs)))
+
+    Collect().feed(html)
+    return found
+
+
+HOSTILE = """# Refunds <script>alert(1)</script>
+
+Refunds take **3 business days**. <img src=x onerror=alert(1)> <iframe src="https://evil.example"></iframe>
+
+[click me](javascript:alert(1)) [or me](JAVASCRIPT:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=)
+<javascript:alert(2)> [vb](vbscript:msgbox(1)) ![pic](https://evil.example/x.png) [ok](https://parcelo.example/help)
+
+| Step | Days |
+|:-----|-----:|
+| Inspect <b onmouseover=alert(3)>now</b> | 3 |
+"""
+
+
+def test_raw_html_and_unsafe_links_in_markdown_come_out_inert():
+    html = app_module.markdown_html(HOSTILE)
+    elements = _elements(html)
+    tags = {tag for tag, _ in elements}
+    assert tags <= {"h1", "p", "strong", "a", "table", "thead", "tbody", "tr", "th", "td"}, tags
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "&lt;iframe" in html and "&lt;b onmouseover=alert(3)&gt;" in html
+    assert "<strong>3 business days</strong>" in html
+    links = [attrs for tag, attrs in elements if tag == "a"]
+    assert links == [{"href": "https://parcelo.example/help", "rel": "noopener noreferrer"}]
+    assert "[click me](javascript:alert(1))" in html and "[or me](JAVASCRIPT:alert(1))" in html
+    assert all(set(attrs) <= {"href", "rel", "class"} for _, attrs in elements)   # no on*, no style, no src
+    assert {attrs.get("class") for tag, attrs in elements if tag in ("th", "td")} == {"align-left", "align-right"}
+    answer = app_module.markdown_answer(HOSTILE + "\nSee [1] and [2].\n\n[1]: https://evil.example\n",
+                                    [_Cited("returns/returns-and-refunds.md")])
+    assert "<p>See [1] and [2].</p>" in answer and "<p>[1]: https://evil.example</p>" in answer  # never a link
+    assert [attrs["href"] for tag, attrs in _elements(answer) if tag == "a"] == ["https://parcelo.example/help"]
+    assert app_module.markdown_answer("Returns **30 days** [1], *kw* [2]",
+                                  [_Cited("returns/returns-and-refunds.md"), _Cited("library/json.txt")]) is None
+    assert app_module.markdown_answer("No [1]", [_Cited("a.md")], refused=True) is None
+    assert app_module.markdown_answer("No sources", []) is None
 
 
 class Down:
@@ -397,6 +490,8 @@ def test_the_page_is_self_contained(client):
     assert "<script src" not in html and "<link" not in html
     csp = r.headers["content-security-policy"]
     assert "default-src 'none'" in csp and "connect-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "unsafe-hashes" not in csp and "script-src 'sha256-" in csp and "style-src 'sha256-" in csp
+    assert "innerHTML" not in html and "DOMParser" in html   # rendered Markdown enters through the allowlist copy
 
 
 def test_the_index_loads_once_at_start_up(client, loads):
