@@ -286,7 +286,8 @@ def test_initial_question_is_answered_once_and_shown_statically(hc_assistant_w, 
     box = ask_box(Counting(), user=("premium",), question=PREMIUM_Q)
     assert calls == [(PREMIUM_Q, ("premium",))] and box.question.value == PREMIUM_Q
     assert not box.answer.refused and "555-0199" in box.answer.answer
-    (snapshot,) = shown
+    snapshot, live = shown
+    assert live is box                      # then the live box, displayed by ask_box itself
     check_citations_open_their_chunks(snapshot.data, box.answer, index)
     check_citations_open_their_chunks(box.output.value, box.answer, index)
     # both on one page (live notebook): every anchor still unique and pointing inside its own copy
