@@ -134,7 +134,7 @@ def test_a_first_build_killed_at_any_write_point_leaves_an_index_or_a_clear_erro
     if new:
         assert usable(load(folder, root))
     else:
-        with pytest.raises(IndexNotReady, match=r"no index at .*: build it with `raglab index --corpus "):
+        with pytest.raises(IndexNotReady, match=r"no index at .*: build it with `(RAGLAB_EMBED_PRECISION=float32 )?raglab index --corpus "):
             load(folder, root)
     assert run_build(folder, root).returncode == 0
     assert usable(load(folder, root)) and leftovers(root) == []
