@@ -313,17 +313,17 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
             server_url = server.base_url
         local = RecordingGenerator(OpenAIGenerator(base_url=server_url, model=MODEL_ALIAS, max_tokens=max_tokens,
                                                    timeout=timeout))
-        arms = [("local", Assistant(base.retriever, local, base.threshold, trace_path=trace), local, local_price),
-                ("extractive", Assistant(base.retriever, base.generator, base.threshold, trace_path=trace), None, free)]
+        arms = [("local", Assistant(base.retriever, local, base.threshold, trace_path=trace, rerank=base.rerank), local, local_price),
+                ("extractive", Assistant(base.retriever, base.generator, base.threshold, trace_path=trace, rerank=base.rerank), None, free)]
         if hosted_url:
             remote = RecordingGenerator(OpenAIGenerator(base_url=hosted_url, model=hosted_price.model,
                                                         max_tokens=max_tokens, timeout=timeout))
-            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, trace_path=trace),
+            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, trace_path=trace, rerank=base.rerank),
                          remote, hosted_price))
         # warm-up: retrieval caches (query vectors, reranker sentences) and the server's first call, so that
         # every arm's latency is measured in the same state; the arms then alternate question by question
         for q in questions:
-            base.retriever.search(q.question, "rerank", base.k)
+            base.retriever.search(q.question, base.mode, base.k)
         local.inner.client.chat.completions.create(model=MODEL_ALIAS, messages=[{"role": "user", "content": "Hi"}],
                                                    max_tokens=1, temperature=0)
         rows = []

@@ -319,7 +319,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
         else:
             gen = ExtractiveGenerator(base.retriever.embedder, sentence_cap=sentence_cap)
         extra = getattr(gen, "extra_instruction", None)
-        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, trace_path=trace)
+        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, trace_path=trace, rerank=base.rerank)
         packer = PackedRetriever(docs, budget, base.retriever.embedder, max_tokens=max_tokens, extra_instruction=extra)
         lc = Assistant(packer, gen, threshold=-math.inf, trace_path=trace)   # no retrieval score, no evidence gate
         index = base.retriever.index
@@ -336,7 +336,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
                                                max_tokens=1, temperature=0)
         if warmup:
             for q in questions:   # retrieval caches for both arms, and (extractive) every sentence either arm quotes from
-                hits = base.retriever.search(q.question, "rerank", base.k, user_for(q))
+                hits = base.retriever.search(q.question, base.mode, base.k, user_for(q))
                 if generator == "extractive":
                     gen.generate(q.question, [Source(i, whole_sentences(index.chunks, index.row_of[h.id]))
                                               for i, h in enumerate(hits, 1)])
