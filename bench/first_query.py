@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from raglab.evaluation.statistics import percentile
+
 CHILD = r"""
 import json, sys, tempfile, time
 from pathlib import Path
@@ -27,14 +29,13 @@ from raglab.assistant import Assistant, build_assistant
 from raglab.embeddings import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.corpora import golden_path
-from raglab.surfaces.app import warm
+from raglab.surfaces.app import embedders, warm
 
 start, reranker = int(sys.argv[1]), sys.argv[2]
 t0 = time.perf_counter()
 a = build_assistant("python-docs", "full", reranker=None if reranker == "none" else reranker, build=False)
 cache = EmbeddingCache(Path(tempfile.mkdtemp()) / "empty.sqlite")
-for e in {id(x): x for x in (a.retriever.embedder, getattr(a.retriever.reranker, "embedder", None),
-                             getattr(a.generator, "embedder", None)) if x is not None}.values():
+for e in embedders(a):
     e.cache = cache
 warm(a)   # as `raglab serve` does before it accepts requests
 startup = time.perf_counter() - t0
@@ -54,11 +55,6 @@ print(json.dumps({"startup_s": startup, "first_ms": times[0], "later_ms": times[
 """
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
-
-
 def run(starts: int, reranker: str) -> dict:
     first, later, startup, asks = [], [], [], []
     for s in range(starts):
@@ -69,10 +65,10 @@ def run(starts: int, reranker: str) -> dict:
         startup.append(r["startup_s"])
         asks += r["ask_ms"]
     return {"reranker": reranker, "starts": starts,
-            "first_ms": {"p50": round(percentile(first, 50), 1), "p95": round(percentile(first, 95), 1)},
-            "later_ms": {"p50": round(percentile(later, 50), 1), "p95": round(percentile(later, 95), 1)},
-            "ask_ms": {"p50": round(percentile(asks, 50), 1), "p95": round(percentile(asks, 95), 1)},
-            "startup_s_p50": round(percentile(startup, 50), 2)}
+            "first_ms": {"p50": percentile(first, 50), "p95": percentile(first, 95)},
+            "later_ms": {"p50": percentile(later, 50), "p95": percentile(later, 95)},
+            "ask_ms": {"p50": percentile(asks, 50), "p95": percentile(asks, 95)},
+            "startup_s_p50": percentile(startup, 50)}
 
 
 def main() -> None:

@@ -14,8 +14,6 @@ import re
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from raglab.bm25 import BM25, top_k
 from raglab.chunking import ChunkSettings
 from raglab.corpora import entry
@@ -94,10 +92,8 @@ class Retriever:
         self._titles: BM25 | None = None
 
     def warm(self) -> None:
-        """Do now what the first search would otherwise pay for: the embedding model's first run, the
-        page-title BM25 (when the lever is on) and the public access mask."""
-        if hasattr(self.embedder, "warm"):
-            self.embedder.warm()
+        """Build now what the first search would otherwise build: the page-title BM25 (when the lever
+        is on) and the public access mask (the embedding model is warmed by ``Embedder.warm``)."""
         if self.levers.title_weight:
             self.titles  # noqa: B018 -- the property builds it
         self.index.allowed(None)
@@ -137,8 +133,8 @@ class Retriever:
 
     def _fields_search(self, query: str, k: int, user) -> list[tuple[int, float]]:
         allowed = self.index.allowed(user)
-        scores = self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed)
-        return top_k(np.where(allowed, scores, -np.inf), k)
+        # both fields score -inf where the user may not read: the sum stays -inf there
+        return top_k(self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed), k)
 
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:

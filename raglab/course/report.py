@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from raglab.course import artifacts
+from raglab.evaluation.statistics import interval_text, paired_text
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.files import atomic_open
 
@@ -26,11 +27,7 @@ CHARTS = {
     "bakeoff_size": "Recall against chunk size in the bake-off.",
     "exp_chunksize": "Chunk size against the model's limit: share over the limit, and recall against size.",
 }
-def _ci(d: dict | None, digits: int = 3) -> str:
-    """``value [low, high]`` from a bootstrap dict."""
-    if not d or d.get("value") is None:
-        return "n/a"
-    return f"{d['value']:.{digits}f} [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
+_ci = interval_text   # ``value [low, high]`` from a bootstrap dict, ``n/a`` without one
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
@@ -135,7 +132,7 @@ def _full_docs(r: dict) -> list[str]:
     for metric, score in f["default"].items():
         d = f["vs_baseline"].get(metric)
         rows.append([metric.replace("_", " "), f["targets"].get(metric, ""), _ci(score), _ci(f["baseline"].get(metric)),
-                     f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3f}" if d else ""])
+                     paired_text(d) if d else ""])
     q = f["questions"]
     return ["### On the whole docs: the test split", "",
             f"The defaults were chosen on the dev split ({q['dev']} questions) of `{f['golden']}` over the full "

@@ -14,7 +14,7 @@ from raglab.chunking import ChunkSettings, load_tokenizer, token_lengths
 from raglab.embeddings import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
-from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
 from raglab.rerank import SentenceMaxReranker
 from raglab.retrieval import Retriever, get_index
 
@@ -66,7 +66,7 @@ def choose_winner(table, per_question: dict, k: int = 5, latency: bool = True) -
              f"[{best[f'{metric}_lo']:.3f}, {best[f'{metric}_hi']:.3f}], MRR {best.mrr:.3f}"
              + (f", {best.latency_p50_ms:.0f} ms per query" if latency else ""),
              f"runner-up: {runner.chunking} + {runner.retriever}: {metric} {runner[metric]:.3f}; paired difference "
-             f"{test['diff']:+.3f} [{test['ci_low']:+.3f}, {test['ci_high']:+.3f}], p = {test['p_value']:.3f} -> "
+             + paired_text(test) + " -> "
              + ("a real gain" if test["significant"] else "within noise on this many questions; MRR and latency break the tie"),
              f"the whole table spans {spread:.3f} in {metric} (worst: {worst.chunking} + {worst.retriever})"]
     return bkey, "\n".join(lines)

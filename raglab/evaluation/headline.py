@@ -28,7 +28,7 @@ from raglab.corpus import load_corpus
 from raglab.evaluation.baseline import CourseBaseline
 from raglab.evaluation.golden import SPLITS, Question, load_golden
 from raglab.evaluation.scoreboard import Result, evaluate
-from raglab.evaluation.statistics import bootstrap_ci, paired_test, percentile
+from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test, paired_text, percentile
 
 RETRIEVAL = ("doc_hit@5", "recall@5", "mrr@10", "hit@1")
 ANSWERS = ("abstention", "facts")
@@ -134,18 +134,12 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     }
 
 
-def _cell(s: dict | None) -> str:
-    if not s or s.get("value") is None:
-        return ""
-    return f"{s['value']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
-
-
 def headline_table(report: dict, split: str = "test") -> str:
     """A Markdown table of one split: one row per system, one column per metric (value [95% CI])."""
     metrics = RETRIEVAL + ANSWERS
     lines = ["| system | " + " | ".join(LABELS[m] for m in metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
     for name, scores in report["scores"][split].items():
-        lines.append(f"| {name} | " + " | ".join(_cell(scores.get(m)) for m in metrics) + " |")
+        lines.append(f"| {name} | " + " | ".join(interval_text(scores.get(m), missing='') for m in metrics) + " |")
     return "\n".join(lines)
 
 
@@ -157,7 +151,7 @@ def difference_table(report: dict) -> str:
         cells = []
         for s in SPLITS:
             d = report["vs_baseline"][s].get(m)
-            cells.append(f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3f}" if d else "")
+            cells.append(paired_text(d) if d else "")
         lines.append(f"| {LABELS[m]} | {report['targets'].get(m, '')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -183,7 +177,7 @@ def headline_frame(report: dict, split: str = "test"):
     """One split's scores as a table: one row per system, ``value [low, high]`` per metric."""
     import pandas as pd  # lazy: pandas is for notebooks
 
-    return pd.DataFrame({LABELS[m]: {name: _cell(scores.get(m)) for name, scores in report["scores"][split].items()}
+    return pd.DataFrame({LABELS[m]: {name: interval_text(scores.get(m), missing='') for name, scores in report["scores"][split].items()}
                          for m in RETRIEVAL + ANSWERS})
 
 
@@ -191,10 +185,7 @@ def difference_frame(report: dict):
     """Default − course baseline (hybrid) per retrieval metric, dev and test side by side."""
     import pandas as pd  # lazy: pandas is for notebooks
 
-    def cell(d):
-        return f"{d['diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3f}"
-
-    return pd.DataFrame({split: {LABELS[m]: cell(d) for m, d in report["vs_baseline"][split].items()}
+    return pd.DataFrame({split: {LABELS[m]: paired_text(d) for m, d in report["vs_baseline"][split].items()}
                          for split in SPLITS})
 
 

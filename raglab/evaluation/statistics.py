@@ -39,3 +39,23 @@ def paired_test(a, b, reps: int = 10000, seed: int = 0) -> dict:
 def percentile(values, q):
     v = [x for x in values if x is not None]
     return round(float(np.percentile(v, q)), 1) if v else None
+
+
+def interval_text(d: dict | None, digits: int = 3, missing: str = "n/a") -> str:
+    """A ``bootstrap_ci`` dict as ``value [low, high]``; ``missing`` when there is no value.
+
+    >>> interval_text({"value": 0.5, "ci_low": 0.25, "ci_high": 0.75}), interval_text(None)
+    ('0.500 [0.250, 0.750]', 'n/a')
+    """
+    if not d or d.get("value") is None:
+        return missing
+    return f"{d['value']:.{digits}f} [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
+
+
+def paired_text(d: dict, digits: int = 3) -> str:
+    """A ``paired_test`` dict as ``+diff [low, high], p = p``.
+
+    >>> paired_text({"diff": 0.1, "ci_low": -0.02, "ci_high": 0.2, "p_value": 0.04})
+    '+0.100 [-0.020, +0.200], p = 0.040'
+    """
+    return f"{d['diff']:+.{digits}f} [{d['ci_low']:+.{digits}f}, {d['ci_high']:+.{digits}f}], p = {d['p_value']:.3f}"

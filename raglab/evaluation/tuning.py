@@ -18,12 +18,10 @@ from raglab.evaluation.golden import Question, golden_file, load_golden, user_fo
 
 def tuning_questions(corpus: str, profile: str, golden=None) -> tuple[list[Question], str]:
     """The questions a choice may read, and what they are: ``dev`` of a split set, else ``in-sample``."""
-    path = golden or golden_file(corpus, profile)
-    docs = load_corpus(corpus, profile)
-    everything = load_golden(path)                 # no corpus check yet: only to see whether the set is split
-    if any(q.split for q in everything):
-        return load_golden(path, docs, split="dev"), "dev"
-    return load_golden(path, docs), "in-sample"
+    questions = load_golden(golden or golden_file(corpus, profile), load_corpus(corpus, profile))
+    if any(q.split for q in questions):
+        return [q for q in questions if q.split == "dev"], "dev"
+    return questions, "in-sample"
 
 
 def evidence_strengths(assistant, questions: list[Question]) -> dict[str, float]:

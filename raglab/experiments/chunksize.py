@@ -21,7 +21,7 @@ from raglab.chunking import DEFAULTS, ChunkSettings, load_tokenizer, token_lengt
 from raglab.embeddings import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
-from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
 from raglab.packaged_models import MINILM_MAX_TOKENS
 from raglab.retrieval import Retriever, get_index
 
@@ -140,7 +140,7 @@ def _verdict(result: dict) -> str:
         words_rho = "" if trend["words"] is None else f", word windows only {trend['words']:+.2f}"
         lines.append(f"{mode} recall@{k} spans {min(values):.3f}-{max(values):.3f} across settings (Spearman rho "
                      f"with mean tokens {rho_text}{words_rho}); best {spread['best']} vs worst {spread['worst']}: "
-                     f"{test['diff']:+.3f} [{test['ci_low']:+.3f}, {test['ci_high']:+.3f}], p = {test['p_value']:.3f} -> "
+                     + paired_text(test) + " -> "
                      + (("recall tracks chunk size: " + ("longer" if rho > 0 else "shorter") + " chunks retrieve better")
                         if tracks else
                         (f"a {'rising' if rho > 0 else 'falling'} trend that the noise of {result['n_questions']} "

@@ -47,7 +47,7 @@ from raglab.chunking import Chunk
 from raglab.corpus import PUBLIC, load_corpus
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
-from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
 from raglab.experiments.cost import _load_avg, select_questions
 from raglab.experiments.tokens import (
     MAX_TOKENS,
@@ -410,9 +410,7 @@ def _ratio(a, b):
 
 
 def _ci(d: dict, digits: int = 2) -> str:
-    if d.get("value") is None:
-        return "n/a"
-    return f"{d['value']:.{digits}f} [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
+    return interval_text(d, digits)
 
 
 def verdict(result: dict) -> str:

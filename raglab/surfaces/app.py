@@ -265,7 +265,8 @@ def _field_errors(exc: RequestValidationError) -> list[dict]:
     return out
 
 
-def _embedders(assistant) -> list:
+def embedders(assistant) -> list:
+    """The distinct embedders an assistant uses: its retriever's, its reranker's and its generator's."""
     retriever = assistant.retriever
     found = (getattr(retriever, "embedder", None), getattr(retriever.reranker, "embedder", None),
              getattr(assistant.generator, "embedder", None))
@@ -276,7 +277,7 @@ def warm(assistant) -> None:
     """Load and run the embedding models now (they load lazily, on the first text missing from the
     cache) and build what the first search would build (``Retriever.warm``), so that the first question
     is as fast as the later ones; nothing is written to the cache."""
-    for e in _embedders(assistant):
+    for e in embedders(assistant):
         if hasattr(e, "warm"):
             e.warm()
     if hasattr(assistant.retriever, "warm"):
