@@ -8,7 +8,7 @@ A notebook starts with ``import raglab as rl`` and calls the pipeline by name::
 
 Names load on first use, so ``import raglab`` stays fast (no torch, FAISS or pandas until needed).
 The packages by role are reachable the same way: ``rl.evaluation``, ``rl.experiments``,
-``rl.course``, ``rl.surfaces`` (and the shortcuts ``rl.plots``, ``rl.widgets``, ``rl.artifacts``).
+``rl.course``, ``rl.surfaces`` (and the shortcuts ``rl.plots``, ``rl.widgets``, ``rl.artifacts``, ``rl.exercises``).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ _API = {
     "run_bakeoff": "raglab.evaluation.bakeoff", "choose_winner": "raglab.evaluation.bakeoff",
     "evaluation": "raglab", "experiments": "raglab", "course": "raglab", "surfaces": "raglab", "stores": "raglab",
     "plots": "raglab.surfaces", "widgets": "raglab.surfaces", "artifacts": "raglab.course",
+    "exercises": "raglab.course",
 }
 __all__ = sorted(_API)
 

@@ -15,6 +15,8 @@
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
     raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
     raglab check        [DIR]                         # the instructor's rubric over the artifacts
+    raglab release      [--out DIR] [--notebook STEM] [--prove]   # the student edition (nbgrader)
+    raglab grade CLASS  [--out DIR] [--notebook STEM] [--json]     # a class: gradebook.csv + feedback pages
     raglab report       [--artifacts DIR] [--out DIR] # the write-up, HTML + Markdown
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
@@ -262,6 +264,34 @@ def cmd_workbook(args) -> int:
     return 0 if run_workbook(out=args.out, inplace=args.inplace) else 1
 
 
+def cmd_release(args) -> int:
+    from raglab.course import grading
+
+    target = grading.release(args.out, only=args.notebook or None)
+    print(f"student release: {target.resolve()}/ ({', '.join(sorted(p.name for p in target.glob('*.ipynb')))})")
+    if not args.prove:
+        return 0
+    problems = [p for stem in sorted(p.stem for p in target.glob("[0-9][0-9]_*.ipynb"))
+                for p in grading.prove(stem, target)]
+    for line in problems:
+        print(line)
+    print(f"proof: {'every self-check fails on the blank release and the milestones still run' if not problems else f'{len(problems)} problems'}")
+    return 0 if not problems else 1
+
+
+def cmd_grade(args) -> int:
+    from raglab.course import grading
+
+    grades = grading.grade_class(args.class_dir, args.out, only=args.notebook or None)
+    print(grading.format_grades(grades))
+    out = Path(args.out).resolve()
+    print(f"gradebook: {out / 'gradebook.csv'}\nfeedback:  {out / 'feedback'}/ (one page per student)")
+    if args.json:
+        with atomic_open(out / "grades.json") as fh:
+            json.dump(jsonable(grading.json_grades(grades)), fh, indent=1)
+    return 0
+
+
 def cmd_check(args) -> int:
     return run_check(args.dir)
 
@@ -432,6 +462,19 @@ def build_parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="the instructor's rubric: every milestone's 'done when' against the artifacts")
     chk.add_argument("dir", nargs="?", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")
     chk.set_defaults(func=cmd_check)
+
+    rel = sub.add_parser("release", help="the student edition: exercises blanked, hidden tests removed (nbgrader)")
+    rel.add_argument("--out", default="build/course", help="writes OUT/release/ (default: build/course)")
+    rel.add_argument("--notebook", action="append", metavar="STEM", help="only this notebook (repeatable), e.g. 01_ingest_and_chunking")
+    rel.add_argument("--prove", action="store_true", help="run the release: every self-check must fail on the blanks, nothing else")
+    rel.set_defaults(func=cmd_release)
+
+    grd = sub.add_parser("grade", help="grade a class: autograder, rubric, clean runs -> gradebook.csv + feedback pages")
+    grd.add_argument("class_dir", metavar="CLASS", help="a folder per student, each holding their notebooks (and golden.jsonl)")
+    grd.add_argument("--out", default="build/grades", help="gradebook.csv and feedback/ (default: build/grades)")
+    grd.add_argument("--notebook", action="append", metavar="STEM", help="grade only this notebook (repeatable)")
+    grd.add_argument("--json", action="store_true", help="also write OUT/grades.json")
+    grd.set_defaults(func=cmd_grade)
 
     rep = sub.add_parser("report", help="the course write-up (HTML + Markdown) from the run's results file")
     rep.add_argument("--artifacts", help="artifacts folder (default: $RAGLAB_ARTIFACTS or build/artifacts)")

@@ -1,0 +1,419 @@
+"""The student release and class grading, with nbgrader.
+
+The workbook's notebooks are the instructor's source: each exercise is an answer cell holding the
+solution between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` and a self-check cell that starts
+with ``# Self-check`` (optionally ``(N points)``), whose hidden part sits between ``### BEGIN HIDDEN
+TESTS`` and ``### END HIDDEN TESTS``. ``mark_cells`` turns those markers into nbgrader's cell
+metadata, so nothing is kept by hand, and nbgrader does the rest:
+
+- ``raglab release OUT``: ``nbgrader generate_assignment`` writes the student edition (solutions
+  replaced by a stub that raises ``NotImplementedError`` with a hint, hidden tests removed, outputs
+  cleared, self-checks locked) into ``OUT/release``.
+- ``raglab grade CLASS OUT``: for every student folder in ``CLASS`` (their notebooks, and optionally
+  their ``golden.jsonl`` and ``choices.json``), ``nbgrader autograde`` re-runs the notebooks with the
+  hidden tests put back (the student's artifacts go to a folder of their own), then the milestone
+  rubric runs on those artifacts; everything lands in ``OUT/gradebook.csv`` (a row per student, a
+  column per criterion, with totals) and ``OUT/feedback/STUDENT.html`` (the failing checks and why).
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raglab.files import atomic_open
+
+ASSIGNMENT = "raglab"
+SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
+SOLUTION = "### BEGIN SOLUTION"
+HIDDEN = "### BEGIN HIDDEN TESTS"
+STUB = ("# YOUR CODE HERE\n"
+        "raise NotImplementedError(\"your answer goes here (see the exercise above); until then the "
+        "self-check fails and later cells use raglab's own version\")")
+STUDENT_FILES = ("golden.jsonl", "choices.json")      # what a submission may carry beside its notebooks
+
+
+def notebooks(folder: Path | None = None) -> list[Path]:
+    """The numbered notebooks of the workbook (the instructor's source), in order."""
+    from raglab.course.workbook import NOTEBOOKS
+
+    return sorted(Path(folder or NOTEBOOKS).glob("[0-9][0-9]_*.ipynb"))
+
+
+def mark_cells(nb, stem: str):
+    """Give the exercise cells nbgrader's metadata (in place): answer cells become solution cells,
+    self-check cells locked grade cells with their points. Returns the number of self-checks.
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\\n### BEGIN SOLUTION\\nx = 2\\n### END SOLUTION"),
+    ...                                      nbformat.v4.new_code_cell("# Self-check (2 points)\\ncheck(...)")])
+    >>> mark_cells(nb, "01_demo"), nb.cells[1].metadata.nbgrader["points"], nb.cells[0].metadata.nbgrader["solution"]
+    (1, 2, True)
+    """
+    n = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = None
+        m = SELF_CHECK.match(cell.source)
+        if m:
+            n += 1
+            meta = {"grade": True, "solution": False, "locked": True, "points": int(m.group(1) or 1),
+                    "grade_id": f"{stem[:2]}-check-{n}"}
+        elif SOLUTION in cell.source:
+            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{stem[:2]}-answer-{i}"}
+        if meta:
+            cell.metadata["nbgrader"] = {**meta, "schema_version": 3}
+        else:
+            cell.metadata.pop("nbgrader", None)
+    return n
+
+
+def _api(root: Path, timeout: int = 1800):
+    from nbgrader.apps import NbGraderAPI  # lazy: only the release and grading need nbgrader
+    from traitlets.config import Config
+
+    c = Config()
+    c.CourseDirectory.root = str(root)
+    c.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    c.ClearSolutions.code_stub = {"python": STUB}
+    c.Execute.timeout = timeout
+    c.ExecutePreprocessor.timeout = timeout
+    c.ClearMetadataPreprocessor.enabled = True
+    c.Exchange.root = str(root / "exchange")
+    return NbGraderAPI(config=c)
+
+
+def prepare_source(root: Path, folder: Path | None = None, only: list[str] | None = None) -> list[str]:
+    """Copy the workbook's notebooks (or the ``only`` stems) into an nbgrader course folder, marked."""
+    import nbformat  # lazy
+
+    source = root / "source" / ASSIGNMENT
+    source.mkdir(parents=True, exist_ok=True)
+    stems = []
+    for path in notebooks(folder):
+        if only and path.stem not in only:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        mark_cells(nb, path.stem)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        nbformat.write(nb, source / path.name)
+        stems.append(path.stem)
+    if not stems:
+        raise FileNotFoundError(f"no notebook named {only} in {folder or 'notebooks/'}")
+    return stems
+
+
+def _generate(root: Path, folder: Path | None, only: list[str] | None) -> list[str]:
+    stems = prepare_source(root, folder, only)
+    result = _api(root).generate_assignment(ASSIGNMENT)
+    if not result["success"]:
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{result.get('error') or result.get('log')}")
+    return stems
+
+
+def release(out: str | Path, folder: Path | None = None, only: list[str] | None = None) -> Path:
+    """``raglab release``: write the student edition of the workbook into ``OUT/release`` (and the
+    data a student needs nothing else for: the notebooks import ``raglab``). Returns that folder."""
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="raglab-course-") as tmp:
+        root = Path(tmp)
+        _generate(root, folder, only)
+        target = out / "release"
+        staging = out / ".release.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(root / "release" / ASSIGNMENT, staging)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return target
+
+
+# ---------------------------------------------------------------- grading a class
+
+@dataclass
+class Check:
+    notebook: str
+    name: str
+    score: float
+    points: float
+    why: str = ""
+
+
+@dataclass
+class StudentGrade:
+    student: str
+    checks: list[Check] = field(default_factory=list)
+    ran: dict[str, str] = field(default_factory=dict)        # notebook -> "ok" / "missing" / the first error
+    rubric: list = field(default_factory=list)               # rubric.Criterion
+    error: str = ""
+
+    @property
+    def points(self) -> tuple[float, float]:
+        return sum(c.score for c in self.checks), sum(c.points for c in self.checks)
+
+
+def _exercise_cell(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("grade") or meta.get("solution"))
+
+
+def _error_text(cell) -> str:
+    for out in cell.get("outputs", []):
+        if out.output_type == "error":
+            return f"{out.ename}: {out.evalue}".strip()
+    return ""
+
+
+def _grade_cell_why(cell) -> str:
+    """A self-check's verdict as printed (PASS/FAIL line), or its error."""
+    err = _error_text(cell)
+    if err:
+        return err.removeprefix("AssertionError: ")
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            lines = [ln for ln in out.text.splitlines() if ln.startswith(("PASS", "FAIL"))]
+            if lines:
+                return lines[-1]
+    return ""
+
+
+def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> StudentGrade:
+    """One student's grades: nbgrader's score for every self-check (from its gradebook), the verdict
+    each printed, and whether each notebook ran cleanly outside the exercise cells."""
+    import nbformat  # lazy
+
+    grade = StudentGrade(student)
+    for stem in stems:
+        path = autograded / f"{stem}.ipynb"
+        nb = nbformat.read(path, as_version=4) if path.exists() else None
+        if nb is None:
+            grade.ran[stem] = "missing"
+        else:
+            broken = [(i, _error_text(c)) for i, c in enumerate(nb.cells)
+                      if c.cell_type == "code" and not _exercise_cell(c) and _error_text(c)]
+            grade.ran[stem] = "ok" if not broken else f"cell {broken[0][0]}: {broken[0][1]}"
+        cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
+        for gc in gb.find_notebook(stem, ASSIGNMENT).grade_cells:
+            try:
+                score = gb.find_grade(gc.name, stem, ASSIGNMENT, student).score
+            except Exception:                       # not submitted: no grade row
+                score = 0.0
+            cell = cells.get(gc.name)
+            why = _grade_cell_why(cell) if cell is not None else "notebook not submitted"
+            grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why))
+    return grade
+
+
+def _rubric(artifacts_dir: Path, stems: list[str], submission: Path):
+    from raglab.course import rubric
+
+    return rubric.check(artifacts_dir, notebooks=stems, submission=submission)
+
+
+def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = None,
+                only: list[str] | None = None, timeout: int = 1800) -> list[StudentGrade]:
+    """``raglab grade CLASS OUT``: autograde every student folder in ``CLASS``, run the milestone rubric
+    on what their notebooks produced, and write ``OUT/gradebook.csv`` and ``OUT/feedback/*.html``.
+
+    ``only`` limits the assignment to some notebooks (by stem, e.g. ``01_ingest_and_chunking``); by
+    default it is every notebook any submission holds."""
+    class_dir, out = Path(class_dir), Path(out)
+    students = sorted(p for p in class_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not students:
+        raise FileNotFoundError(f"{class_dir}: no student folders (one folder per student, holding their notebooks)")
+    if only is None:
+        held = {p.stem for s in students for p in s.glob("[0-9][0-9]_*.ipynb")}
+        only = sorted(held & {p.stem for p in notebooks(folder)})
+    out.mkdir(parents=True, exist_ok=True)
+    root = out / "course"
+    shutil.rmtree(root, ignore_errors=True)
+    stems = _generate(root, folder, only)
+    api = _api(root, timeout)
+    from nbgrader.api import Gradebook  # lazy
+
+    grades = []
+    saved = os.environ.get("RAGLAB_ARTIFACTS")
+    try:
+        for s in students:
+            submitted = root / "submitted" / s.name / ASSIGNMENT
+            submitted.mkdir(parents=True, exist_ok=True)
+            for stem in stems:
+                if (s / f"{stem}.ipynb").exists():
+                    shutil.copy2(s / f"{stem}.ipynb", submitted / f"{stem}.ipynb")
+            artifacts_dir = (out / "artifacts" / s.name).resolve()
+            shutil.rmtree(artifacts_dir, ignore_errors=True)
+            artifacts_dir.mkdir(parents=True)
+            os.environ["RAGLAB_ARTIFACTS"] = str(artifacts_dir)
+            result = api.autograde(ASSIGNMENT, s.name)
+            with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+                grade = read_autograded(s.name, root / "autograded" / s.name / ASSIGNMENT, stems, gb)
+            if not result["success"]:
+                grade.error = (result.get("error") or result.get("log") or "").strip().splitlines()[-1:] or ["failed"]
+                grade.error = grade.error[0]
+            grade.rubric = _rubric(artifacts_dir, stems, s)
+            grades.append(grade)
+    finally:
+        if saved is None:
+            os.environ.pop("RAGLAB_ARTIFACTS", None)
+        else:
+            os.environ["RAGLAB_ARTIFACTS"] = saved
+    write_gradebook(grades, out / "gradebook.csv")
+    for g in grades:
+        write_feedback(g, out / "feedback" / f"{g.student}.html")
+    return grades
+
+
+def columns(grades: list[StudentGrade]) -> list[str]:
+    """The gradebook's columns: each self-check, each notebook's clean run, each rubric criterion, totals."""
+    first = grades[0]
+    return (["student"] + [f"{c.notebook[:2]} {c.name}" for c in first.checks]
+            + [f"ran {stem[:2]}" for stem in first.ran]
+            + [f"rubric: {r.criterion}" for r in first.rubric]
+            + ["autograder points", "autograder max", "notebooks ran", "rubric passed", "rubric criteria", "flags"])
+
+
+def row(g: StudentGrade) -> list:
+    got, most = g.points
+    flags = [r.criterion for r in g.rubric if r.milestone == "flag" and not r.passed]
+    return ([g.student] + [round(c.score, 2) for c in g.checks]
+            + [int(v == "ok") for v in g.ran.values()]
+            + [int(r.passed) for r in g.rubric]
+            + [round(got, 2), round(most, 2), sum(v == "ok" for v in g.ran.values()),
+               sum(r.passed for r in g.rubric), len(g.rubric), "; ".join(flags)])
+
+
+def write_gradebook(grades: list[StudentGrade], path: Path) -> Path:
+    """One CSV: a row per student, a column per criterion, totals at the end."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns(grades))
+    for g in grades:
+        w.writerow(row(g))
+    with atomic_open(path) as fh:
+        fh.write(buf.getvalue())
+    return path
+
+
+def feedback_html(g: StudentGrade) -> str:
+    """One student's feedback page: totals, then every failing check, notebook and criterion with why."""
+    e = html.escape
+    got, most = g.points
+    failing = [c for c in g.checks if c.score < c.points]
+    parts = [f"<h1>Feedback for {e(g.student)}</h1>",
+             f"<p class='totals'>Autograder: <b>{got:g} of {most:g}</b> points · notebooks that ran cleanly: "
+             f"<b>{sum(v == 'ok' for v in g.ran.values())} of {len(g.ran)}</b> · rubric: "
+             f"<b>{sum(r.passed for r in g.rubric)} of {len(g.rubric)}</b> criteria</p>"]
+    if g.error:
+        parts.append(f"<p class='error'>The autograder reported: {e(g.error)}</p>")
+    parts.append("<h2>Notebooks</h2><ul>" + "".join(
+        f"<li class='{'ok' if v == 'ok' else 'fail'}'>{e(stem)}: {e('ran cleanly' if v == 'ok' else v)}</li>"
+        for stem, v in g.ran.items()) + "</ul>")
+    parts.append("<h2>Failing self-checks</h2>" + ("<p>None: every self-check passed.</p>" if not failing else
+                 "<table><tr><th>notebook</th><th>check</th><th>score</th><th>why</th></tr>" + "".join(
+                     f"<tr class='fail'><td>{e(c.notebook)}</td><td>{e(c.name)}</td><td>{c.score:g} / {c.points:g}</td>"
+                     f"<td>{e(c.why or 'no output')}</td></tr>" for c in failing) + "</table>"))
+    bad = [r for r in g.rubric if not r.passed]
+    parts.append("<h2>Rubric criteria not met</h2>" + ("<p>None: every criterion passed.</p>" if not bad else
+                 "<table><tr><th>milestone</th><th>criterion</th><th>why</th></tr>" + "".join(
+                     f"<tr class='fail'><td>{e(r.milestone)}</td><td>{e(r.criterion)}</td><td>{e(r.why)}</td></tr>"
+                     for r in bad) + "</table>"))
+    passed = [c for c in g.checks if c.score >= c.points]
+    parts.append("<h2>Passed</h2><ul>" + "".join(f"<li>{e(c.notebook)} {e(c.name)}: {e(c.why)}</li>" for c in passed)
+                 + "".join(f"<li>{e(r.criterion)}: {e(r.why)}</li>" for r in g.rubric if r.passed) + "</ul>")
+    style = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
+             "table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.3rem;text-align:left;"
+             "vertical-align:top}.fail{color:#a40000}.ok{color:#106010}")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>raglab feedback: {e(g.student)}"
+            f"</title><style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def write_feedback(g: StudentGrade, path: Path) -> Path:
+    with atomic_open(path) as fh:
+        fh.write(feedback_html(g))
+    return path
+
+
+def format_grades(grades: list[StudentGrade]) -> str:
+    lines = [f"{'student':<16} {'points':>9} {'ran':>5} {'rubric':>7}  flags"]
+    for g in grades:
+        got, most = g.points
+        flags = "; ".join(r.criterion for r in g.rubric if r.milestone == "flag" and not r.passed)
+        lines.append(f"{g.student:<16} {got:>4g}/{most:<4g} {sum(v == 'ok' for v in g.ran.values()):>2}/{len(g.ran):<2} "
+                     f"{sum(r.passed for r in g.rubric):>3}/{len(g.rubric):<3}  {flags}")
+    return "\n".join(lines)
+
+
+def json_grades(grades: list[StudentGrade]) -> list[dict]:
+    from dataclasses import asdict
+
+    return [asdict(g) for g in grades]
+
+
+
+# ---------------------------------------------------------------- proving a release
+
+@dataclass
+class CellRun:
+    index: int
+    kind: str          # "check", "answer" or "other"
+    error: str
+
+
+def cell_runs(nb) -> list[CellRun]:
+    """Every code cell of an executed notebook: its kind (by nbgrader metadata or marker) and its error."""
+    runs = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        kind = "check" if meta.get("grade") or SELF_CHECK.match(cell.source) else \
+            "answer" if meta.get("solution") or SOLUTION in cell.source else "other"
+        runs.append(CellRun(i, kind, _error_text(cell)))
+    return runs
+
+
+def prove(stem: str, released: Path, folder: Path | None = None) -> list[str]:
+    """What is wrong with one notebook's release (empty if nothing): the released notebook must hold no
+    solution code and no hidden test, and run top to bottom with every self-check failing and no other
+    cell (except the blanks' NotImplementedError) failing; the source must have at least three checks."""
+    import nbformat  # lazy
+
+    from raglab.course.workbook import execute
+
+    problems = []
+    source = next(p for p in notebooks(folder) if p.stem == stem)
+    src = nbformat.read(source, as_version=4)
+    n = mark_cells(src, stem)
+    if n < 3:
+        problems.append(f"{stem}: {n} self-checks (at least three exercises)")
+    path = released / f"{stem}.ipynb"
+    text = path.read_text(encoding="utf-8")
+    for marker in (SOLUTION, "### END SOLUTION", HIDDEN):
+        if marker in text:
+            problems.append(f"{path}: still holds {marker!r}")
+    solutions = [re.search(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", c.source, re.S).group(1)
+                 for c in src.cells if c.cell_type == "code" and SOLUTION in c.source]
+    rel = nbformat.read(path, as_version=4)
+    released_code = "\n".join(c.source for c in rel.cells if c.cell_type == "code")
+    for body in solutions:
+        lines = [ln.strip() for ln in body.splitlines() if len(ln.strip()) > 12 and not ln.strip().startswith("#")]
+        leaked = [ln for ln in lines if ln in released_code]
+        if leaked:
+            problems.append(f"{path}: solution line left in the release: {leaked[0]!r}")
+    ran = execute(path, allow_errors=True)
+    for r in cell_runs(ran):
+        if r.kind == "check" and not r.error:
+            problems.append(f"{path}: cell {r.index}: a self-check passed on the blank release")
+        if r.kind == "answer" and r.error and not r.error.startswith("NotImplementedError"):
+            problems.append(f"{path}: cell {r.index}: the blank answer failed with {r.error}")
+        if r.kind == "other" and r.error:
+            problems.append(f"{path}: cell {r.index}: a milestone cell failed on the blank release: {r.error}")
+    return problems
