@@ -38,12 +38,11 @@ def _outcome(test: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
     return bool(ok), str(why)
 
 
-def check(title: str, test: Callable[[], tuple[bool, str]]) -> bool:
+def check(title: str, test: Callable[[], tuple[bool, str]]) -> None:
     """Run one self-check: print ``PASS title: why`` or ``FAIL title: why``; a fail raises AssertionError.
 
     >>> check("demo", lambda: (1 + 1 == 2, "arithmetic holds"))
     PASS  demo: arithmetic holds
-    True
     >>> check("demo", lambda: undefined_name > 0)
     Traceback (most recent call last):
     AssertionError: FAIL  demo: not done yet: name 'undefined_name' is not defined (run the answer cell above first)
@@ -53,7 +52,6 @@ def check(title: str, test: Callable[[], tuple[bool, str]]) -> bool:
     if not ok:
         raise AssertionError(line)
     print(line)
-    return True
 
 
 def yours_or_library(yours: Callable, library: Callable, *probe, **probe_kw) -> Callable:
@@ -83,20 +81,11 @@ def own_work(fn: Callable, *library: Callable, probe: Callable[[], object] | Non
     attribute of that name on a raglab module), and, with ``probe``, a run with those functions
     replaced by ones that raise (a wrapper that hides the call behind another name is caught here).
     """
-    if getattr(fn, "__module__", None) != "__main__" and not getattr(fn, "__module__", "").startswith("tests"):
+    if getattr(fn, "__module__", None) != "__main__":
         return False, f"`{getattr(fn, '__name__', fn)}` is {fn!r}, not a function written in the notebook"
-    names = _library_names(library)
-    try:
-        refs = inspect.getclosurevars(fn)
-    except TypeError:
-        return False, f"`{fn!r}` is not a plain function"
-    for name, value in {**refs.globals, **refs.nonlocals}.items():
-        if any(value is f for f in library):
-            return False, f"`{fn.__name__}` calls raglab's `{value.__name__}` (as `{name}`) instead of doing the work"
-        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "raglab" \
-                and names & set(refs.unbound):
-            used = sorted(names & set(refs.unbound))
-            return False, f"`{fn.__name__}` calls raglab's `{used[0]}` (through `{name}`) instead of doing the work"
+    found = _refers_to_library(fn, library, _library_names(library), depth=3)
+    if found:
+        return False, found
     if probe is not None:
         with _library_disabled(library):
             try:
@@ -104,6 +93,27 @@ def own_work(fn: Callable, *library: Callable, probe: Callable[[], object] | Non
             except _LibraryCalled as exc:
                 return False, f"`{fn.__name__}` reaches raglab's `{exc}` when it runs, instead of doing the work"
     return True, f"`{fn.__name__}` does the work itself"
+
+
+def _refers_to_library(fn, library: tuple, names: set[str], depth: int) -> str | None:
+    """Why ``fn`` (or a notebook function it calls, ``depth`` levels down) reaches the library, or None."""
+    try:
+        refs = inspect.getclosurevars(fn)
+    except TypeError:
+        return f"`{fn!r}` is not a plain function"
+    for name, value in {**refs.globals, **refs.nonlocals}.items():
+        if any(value is f for f in library):
+            return f"`{fn.__name__}` calls raglab's `{value.__name__}` (as `{name}`) instead of doing the work"
+        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "raglab" \
+                and names & set(refs.unbound):
+            return f"`{fn.__name__}` calls raglab's `{sorted(names & set(refs.unbound))[0]}` (through `{name}`) " \
+                   "instead of doing the work"
+        if depth and isinstance(value, types.FunctionType) and value is not fn \
+                and getattr(value, "__module__", None) == fn.__module__:
+            deeper = _refers_to_library(value, library, names, depth - 1)
+            if deeper:
+                return f"`{fn.__name__}` calls `{value.__name__}`, and " + deeper
+    return None
 
 
 class _LibraryCalled(RuntimeError):
@@ -118,7 +128,8 @@ def _library_disabled(library: tuple):
         def raiser(*a, _name=f.__name__, **k):
             raise _LibraryCalled(_name)
         for mod in list(sys.modules.values()):
-            if isinstance(mod, types.ModuleType) and getattr(mod, "__name__", "").split(".")[0] == "raglab":
+            name = getattr(mod, "__name__", "") if isinstance(mod, types.ModuleType) else ""
+            if name.split(".")[0] == "raglab" or name == "__main__":     # raglab, and aliases in the notebook
                 for attr, value in list(vars(mod).items()):
                     if value is f:
                         patches.append(mock.patch.object(mod, attr, raiser))

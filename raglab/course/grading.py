@@ -85,7 +85,6 @@ def _api(root: Path, timeout: int = 1800):
     c.ClearSolutions.code_stub = {"python": STUB}
     c.Execute.timeout = timeout
     c.ExecutePreprocessor.timeout = timeout
-    c.ClearMetadataPreprocessor.enabled = True
     c.Exchange.root = str(root / "exchange")
     return NbGraderAPI(config=c)
 

@@ -264,29 +264,141 @@ def bakeoff_decided(a: Artifacts):
     return True, f"{metric} spans {spread:.3f} over {len(cells)} configurations; winner {' + '.join(winner)}"
 
 
+# ---------------------------------------------------------------- the student's own work
+
+MIN_WHY_WORDS = {"traced_failures": 10, "choice": 15}
+
+
+def failures_traced_by_you(a: Artifacts):
+    rows = a.section("traced_failures")
+    board = a.json("m5_scoreboard.json")
+    failed = {q["id"] for q in board["questions"] if q["failure"] is not None}
+    stages = set(board["failures"])
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) < 5:
+        return False, f"{len(set(ids))} distinct questions traced (five asked)"
+    for n, r in enumerate(rows, 1):
+        if r["id"] not in failed:
+            return False, f"traced failure {n}: {r['id']!r} did not fail on this run's scoreboard"
+        if r["stage"] not in stages:
+            return False, f"traced failure {n}: stage {r['stage']!r} is none of {sorted(stages)}"
+        if len(str(r["why"]).split()) < MIN_WHY_WORDS["traced_failures"]:
+            return False, f"traced failure {n} ({r['id']}): the why has {len(str(r['why']).split())} words " \
+                          f"(at least {MIN_WHY_WORDS['traced_failures']})"
+    return True, f"{len(set(ids))} failures traced, each a failed question with its stage " \
+        f"({', '.join(sorted({r['stage'] for r in rows}))}) and a reason"
+
+
+NUMBER = re.compile(r"(?<![\w.])\d*\.\d+|\d+(?![\w.])")
+
+
+def chunking_choice(a: Artifacts):
+    choice, bake = a.section("choice"), a.section("bakeoff")
+    row = next((r for r in bake["table"] if r["chunking"] == choice["chunking"] and r["retriever"] == choice["retriever"]), None)
+    if row is None:
+        return False, f"the choice {choice['chunking']} + {choice['retriever']} is not a configuration of the bake-off"
+    why = str(choice["why"])
+    if len(why.split()) < MIN_WHY_WORDS["choice"]:
+        return False, f"the justification has {len(why.split())} words (at least {MIN_WHY_WORDS['choice']})"
+    values = [v for v in row.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    quoted = [x for x in NUMBER.findall(why) if any(abs(float(x) - v) < 0.005 for v in values)]
+    if not quoted:
+        return False, f"the justification quotes no number of the {choice['chunking']} + {choice['retriever']} row"
+    return True, f"chose {choice['chunking']} + {choice['retriever']}, justified with {', '.join(quoted[:3])} from its row"
+
+
+def _submission_golden(submission: Path):
+    from raglab.corpus import load_corpus
+    from raglab.evaluation.golden import check_student_golden
+
+    path = submission / "golden.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
+    return check_student_golden(path, load_corpus("python-docs"))
+
+
+def own_golden_set(submission: Path):
+    report = _submission_golden(submission)
+    if report.problems:
+        return False, f"{len(report.problems)} problems, first: {report.problems[0]}"
+    return True, f"{report.questions} questions of your own pass the checks ({report.lines()[-1]})"
+
+
+def golden_not_copied(submission: Path):
+    report = _submission_golden(submission)
+    share = len(report.copies) / max(report.questions, 1)
+    return share <= 0.5, f"{len(report.copies)} of {report.questions} questions are the project's ({share:.0%}; more than half is flagged)"
+
+
+def _code_lines(source: str) -> list[str]:
+    """A cell's code without comments, solution markers, blank lines or indentation (to compare answers)."""
+    return [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _answer_cell(path: Path, marker: str) -> str:
+    import nbformat  # lazy
+
+    nb = nbformat.read(path, as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    if not cells:
+        raise ValueError(f"{path}: no answer cell that runs {marker!r}")
+    return cells[0]
+
+
+def answer_not_reference(submission: Path, stem: str, marker: str, what: str):
+    from raglab.course.workbook import NOTEBOOKS
+
+    mine = _answer_cell(submission / f"{stem}.ipynb", marker)
+    reference = _answer_cell(NOTEBOOKS / f"{stem}.ipynb", marker)
+    same = _code_lines(mine) == _code_lines(reference)
+    return not same, (f"the {what} is the reference solution's, line for line" if same
+                      else f"the {what} differs from the reference solution")
+
+
 CRITERIA = [
-    ("1 chunking", "every chunk has an id and a source", chunks_have_ids),
-    ("1 chunking", "no heading-aware chunk cuts a sentence or a table in half", clean_cuts),
-    ("2 hybrid search", "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20),
-    ("2 hybrid search", "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins),
-    ("3 rerank", "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first),
-    ("4 cited answers", "answers carry valid citations", valid_citations),
-    ("4 cited answers", "an invented citation id is caught", invented_id_caught),
-    ("4 cited answers", "an out-of-corpus question gets the refusal", out_of_corpus_refused),
-    ("5 evaluation", "one command printed all four score families", one_command_four_scores),
-    ("5 evaluation", "every failure is traced to a stage", failures_read),
-    ("access", "a public user never retrieves a restricted chunk", no_leaks),
-    ("bake-off", "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided),
+    ("1 chunking", "every chunk has an id and a source", chunks_have_ids, "01"),
+    ("1 chunking", "no heading-aware chunk cuts a sentence or a table in half", clean_cuts, "01"),
+    ("2 hybrid search", "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20, "02"),
+    ("2 hybrid search", "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins, "02"),
+    ("3 rerank", "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first, "03"),
+    ("4 cited answers", "answers carry valid citations", valid_citations, "04"),
+    ("4 cited answers", "an invented citation id is caught", invented_id_caught, "04"),
+    ("4 cited answers", "an out-of-corpus question gets the refusal", out_of_corpus_refused, "04"),
+    ("access", "a public user never retrieves a restricted chunk", no_leaks, "05"),
+    ("5 evaluation", "one command printed all four score families", one_command_four_scores, "06"),
+    ("5 evaluation", "every failure is traced to a stage", failures_read, "06"),
+    ("5 evaluation", "five failures traced and explained by the student", failures_traced_by_you, "06"),
+    ("bake-off", "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07"),
+    ("bake-off", "a chunking chosen and justified with the bake-off's numbers", chunking_choice, "07"),
+]
+
+# Graded only on a submission (``raglab grade``): what the student brought and wrote.
+SUBMISSION_CRITERIA = [
+    ("5 evaluation", "a golden set of the student's own passes the checks", own_golden_set, "06"),
+    ("flag", "golden set not mostly copied from the project's", golden_not_copied, "06"),
+    ("flag", "failure analysis not copied from the reference solution",
+     lambda s: answer_not_reference(s, "06_evaluation", 'record("traced_failures"', "failure analysis"), "06"),
+    ("flag", "chunking choice not copied from the reference solution",
+     lambda s: answer_not_reference(s, "07_bakeoff", 'record("choice"', "chunking choice"), "07"),
 ]
 
 
-def check(where: str | Path | None = None) -> list[Criterion]:
-    """Every criterion of the rubric, against the artifacts in ``where``."""
+def check(where: str | Path | None = None, notebooks: list[str] | None = None,
+          submission: str | Path | None = None) -> list[Criterion]:
+    """Every criterion of the rubric, against the artifacts in ``where``; with ``notebooks`` (stems or
+    numbers such as ``01``) only those milestones' criteria; with ``submission`` (a student's folder)
+    also the criteria on what the student brought and wrote, and the copy flags."""
     where = Path(where or artifacts.folder())
     if not where.is_dir():
         raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
+    keep = {str(n)[:2] for n in notebooks} if notebooks else None
     a = Artifacts(where)
-    return [_guard(m, c, lambda fn=fn: fn(a)) for m, c, fn in CRITERIA]
+    results = [_guard(m, c, lambda fn=fn: fn(a)) for m, c, fn, nb in CRITERIA if keep is None or nb in keep]
+    if submission is not None:
+        sub = Path(submission)
+        results += [_guard(m, c, lambda fn=fn: fn(sub)) for m, c, fn, nb in SUBMISSION_CRITERIA
+                    if keep is None or nb in keep]
+    return results
 
 
 def format_rubric(results: list[Criterion], where: Path | None = None) -> str:

@@ -33,7 +33,7 @@ def verdicts(where):
 
 def only_failure(where, criterion_fn):
     """The one failing criterion (broken copies must break exactly one), and its reason."""
-    name = next(c for _, c, fn in CRITERIA if fn is criterion_fn)
+    name = next(c for _, c, fn, _nb in CRITERIA if fn is criterion_fn)
     failed = [r for r in check(where) if not r.passed]
     assert [r.criterion for r in failed] == [name], [(r.criterion, r.why) for r in failed]
     return failed[0].why
@@ -291,3 +291,84 @@ def test_missing_and_corrupt_artifacts_fail_with_the_file_named(copy, capsys):
 def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nowhere")]) == 2
     assert "no artifacts folder" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the student's own work (issue 15)
+
+def test_a_traced_failure_that_did_not_fail_or_a_short_reason_fails(copy):
+    from raglab.course.rubric import failures_traced_by_you
+
+    board = json.loads((copy / "m5_scoreboard.json").read_text())
+    passed = next(q["id"] for q in board["questions"] if q["failure"] is None)
+    edit_results(copy, "traced_failures", lambda rows: rows[0].update(id=passed))
+    assert f"{passed!r} did not fail" in only_failure(copy, failures_traced_by_you)
+
+
+def test_four_traced_failures_or_a_three_word_reason_fail(project_artifacts, tmp_path):
+    from raglab.course.rubric import failures_traced_by_you
+
+    for breaks, expected in [(lambda rows: rows.pop(), "4 distinct questions traced (five asked)"),
+                             (lambda rows: rows[2].update(why="it went wrong"), "the why has 3 words")]:
+        where = tmp_path / f"a{len(expected)}"
+        shutil.copytree(project_artifacts, where)
+        edit_results(where, "traced_failures", breaks)
+        assert expected in only_failure(where, failures_traced_by_you)
+
+
+def test_a_choice_outside_the_table_or_without_its_numbers_fails(project_artifacts, tmp_path):
+    from raglab.course.rubric import chunking_choice
+
+    cases = [(lambda c: c.update(retriever="grep"), "is not a configuration of the bake-off"),
+             (lambda c: c.update(why="I like this one because it felt right when I tried it on a few of my "
+                                     "questions, and 7 is my lucky number"), "quotes no number")]
+    for n, (breaks, expected) in enumerate(cases):
+        where = tmp_path / f"c{n}"
+        shutil.copytree(project_artifacts, where)
+        edit_results(where, "choice", breaks)
+        assert expected in only_failure(where, chunking_choice)
+
+
+def _submission(tmp_path, golden_rows, answers: dict[str, str] | None = None):
+    """A student's folder: a golden set and the notebooks 06 and 07 (the reference's, with answer cells replaced)."""
+    import nbformat
+
+    from raglab.course.workbook import NOTEBOOKS
+
+    sub = tmp_path / "student"
+    sub.mkdir()
+    (sub / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in golden_rows))
+    for stem, marker in [("06_evaluation", 'record("traced_failures"'), ("07_bakeoff", 'record("choice"')]:
+        nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+        if answers and stem in answers:
+            cell = next(c for c in nb.cells if c.cell_type == "code" and marker in c.source)
+            cell.source = answers[stem]
+        nbformat.write(nb, sub / f"{stem}.ipynb")
+    return sub
+
+
+def test_a_submission_copied_from_the_project_and_the_reference_is_flagged(project_artifacts, tmp_path):
+    from raglab import config
+
+    project = [json.loads(x) for x in (config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl").read_text().splitlines()]
+    sub = _submission(tmp_path, project)
+    results = {r.criterion: r for r in check(project_artifacts, submission=sub)}
+    flags = {c: r for c, r in results.items() if r.milestone == "flag"}
+    assert len(flags) == 3 and not any(r.passed for r in flags.values()), [(c, r.why) for c, r in flags.items()]
+    assert "more than half is flagged" in flags["golden set not mostly copied from the project's"].why
+    assert "line for line" in flags["failure analysis not copied from the reference solution"].why
+
+
+def test_a_submission_with_its_own_answers_is_not_flagged(project_artifacts, tmp_path):
+    mine = {"06_evaluation": 'my_failures = []\nrl.artifacts.record("traced_failures", my_failures)',
+            "07_bakeoff": 'my_choice = {"chunking": "x"}\nrl.artifacts.record("choice", my_choice)'}
+    sub = _submission(tmp_path, [], mine)
+    results = {r.criterion: r for r in check(project_artifacts, submission=sub)}
+    assert results["failure analysis not copied from the reference solution"].passed
+    assert results["chunking choice not copied from the reference solution"].passed
+    golden = results["a golden set of the student's own passes the checks"]
+    assert not golden.passed and "problems" in golden.why
+
+
+def test_the_rubric_can_be_limited_to_the_assigned_notebooks(project_artifacts):
+    only = check(project_artifacts, notebooks=["01_ingest_and_chunking", "04_cited_answers"])
+    assert {r.milestone for r in only} == {"1 chunking", "4 cited answers"} and len(only) == 5
