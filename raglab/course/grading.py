@@ -86,6 +86,9 @@ def _api(root: Path, timeout: int = 1800):
     c.Execute.timeout = timeout
     c.ExecutePreprocessor.timeout = timeout
     c.Exchange.root = str(root / "exchange")
+    # kernels over local sockets: nothing listens on a port, and no "running over TCP" warning
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = str(Path(tempfile.mkdtemp(prefix="raglab-kernel-")) / "kernel")
     return NbGraderAPI(config=c)
 
 
@@ -240,6 +243,11 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
 
     grades = []
     saved = os.environ.get("RAGLAB_ARTIFACTS")
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)     # nbgrader's own session use: nothing to act on
     try:
         for s in students:
             submitted = root / "submitted" / s.name / ASSIGNMENT

@@ -289,7 +289,7 @@ def failures_traced_by_you(a: Artifacts):
         f"({', '.join(sorted({r['stage'] for r in rows}))}) and a reason"
 
 
-NUMBER = re.compile(r"(?<![\w.])\d*\.\d+|\d+(?![\w.])")
+NUMBER = re.compile(r"(\d+(?:\.\d+)?)(%?)")       # 0.823, or 82% for 0.82
 
 
 def chunking_choice(a: Artifacts):
@@ -300,10 +300,12 @@ def chunking_choice(a: Artifacts):
     why = str(choice["why"])
     if len(why.split()) < MIN_WHY_WORDS["choice"]:
         return False, f"the justification has {len(why.split())} words (at least {MIN_WHY_WORDS['choice']})"
-    values = [v for v in row.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    quoted = [x for x in NUMBER.findall(why) if any(abs(float(x) - v) < 0.005 for v in values)]
+    values = [v for key, v in row.items() if key.startswith(("recall@", "mrr")) and isinstance(v, (int, float))]
+    quoted = [m.group(0) for m in NUMBER.finditer(why)
+              if any(abs(float(m.group(1)) / (100 if m.group(2) else 1) - v) <= 0.005 + 1e-9 for v in values)]
     if not quoted:
-        return False, f"the justification quotes no number of the {choice['chunking']} + {choice['retriever']} row"
+        return False, f"the justification quotes none of the {choice['chunking']} + {choice['retriever']} row's " \
+                      "scores (recall@k, MRR, to 2 decimals)"
     return True, f"chose {choice['chunking']} + {choice['retriever']}, justified with {', '.join(quoted[:3])} from its row"
 
 

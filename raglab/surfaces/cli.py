@@ -6,7 +6,7 @@
     raglab index        [--corpus C] [--strategy S ...] [--kind flat|hnsw] [--model NAME]
     raglab search "Q"   [--corpus C] [--mode dense|bm25|hybrid|rerank] [--k N] [--user G,...] [--json]
     raglab ask "Q"      [--corpus C] [--generator extractive|openai] [--user G,...] [--json]
-    raglab eval         [--golden FILE] [--split dev|test] [--corpus C] [--retrieval-only] [--k N] [--json OUT]
+    raglab eval         [--golden FILE] [--split dev|test|all] [--corpus C] [--retrieval-only] [--k N] [--json OUT]
     raglab golden check FILE [--corpus C] [--profile P] [--json]    # a student's own golden set: every problem
     raglab tune         [--corpus C] [--profile P] [--golden FILE] [--out FILE]   # the refusal threshold, chosen on dev only
     raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
@@ -192,7 +192,8 @@ def cmd_eval(args) -> int:
                 json.dump(report, fh, indent=2)
         print(format_headline(report))
         return 0
-    board = run_golden(_assistant(args, build=True), path, args.k, args.mode, args.retrieval_only, args.split)
+    split = None if args.split == "all" else args.split
+    board = run_golden(_assistant(args, build=True), path, args.k, args.mode, args.retrieval_only, split)
     if args.json:
         with atomic_open(args.json) as fh:
             json.dump(board, fh, indent=2)
@@ -396,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="score a golden set: retrieval, answers, citations, abstention, latency")
     ev.add_argument("--golden", help="golden set JSONL, or a bundled corpus name (default: the corpus's set for the profile)")
-    ev.add_argument("--split", choices=("dev", "test"), help="score one split of a split golden set (default: both, "
-                    "side by side with the course baseline)")
+    ev.add_argument("--split", choices=("dev", "test", "all"), help="score one split of a split golden set, or all its "
+                    "questions as one scoreboard (default: both, side by side with the course baseline)")
     ev.add_argument("--corpus", default="python-docs")
     ev.add_argument("--profile", choices=config.PROFILES)
     chunking_opts(ev)

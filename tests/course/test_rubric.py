@@ -320,7 +320,7 @@ def test_a_choice_outside_the_table_or_without_its_numbers_fails(project_artifac
 
     cases = [(lambda c: c.update(retriever="grep"), "is not a configuration of the bake-off"),
              (lambda c: c.update(why="I like this one because it felt right when I tried it on a few of my "
-                                     "questions, and 7 is my lucky number"), "quotes no number")]
+                                     "questions, and 7 is my lucky number"), "quotes none of the")]
     for n, (breaks, expected) in enumerate(cases):
         where = tmp_path / f"c{n}"
         shutil.copytree(project_artifacts, where)

@@ -1,0 +1,32 @@
+"""A student's own golden set through the workbook (issue 15): with ``RAGLAB_GOLDEN`` set, the milestones
+that read the golden set (02, 03, 04, 06) run on it with no milestone cell failing, and the scoreboard the
+rubric reads holds the student's questions, not the project's."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from raglab.corpus import load_corpus
+from raglab.course import grading
+from raglab.course.workbook import execute
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "evaluation"))
+from test_student_golden import student_set, write  # noqa: E402  (the same builder the validator's tests use)
+
+READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation"]
+
+
+@pytest.mark.slow
+def test_the_milestones_run_on_a_students_own_golden_set(tmp_path, monkeypatch):
+    mine = write(tmp_path / "my_golden.jsonl", student_set(load_corpus("python-docs", "small")))
+    monkeypatch.setenv("RAGLAB_GOLDEN", str(mine))
+    monkeypatch.setenv("RAGLAB_ARTIFACTS", str(tmp_path / "artifacts"))
+    paths = {p.stem: p for p in grading.notebooks()}
+    for stem in READS_THE_GOLDEN_SET:
+        ran = execute(paths[stem], allow_errors=True)
+        broken = [(r.index, r.error) for r in grading.cell_runs(ran) if r.kind == "other" and r.error]
+        assert not broken, (stem, broken)
+    board = json.loads((tmp_path / "artifacts" / "m5_scoreboard.json").read_text())
+    ids = {q["id"] for q in board["questions"]}
+    assert ids == {json.loads(line)["id"] for line in mine.read_text().splitlines()}
