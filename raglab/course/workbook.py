@@ -10,6 +10,7 @@ from raglab.assistant import build_assistant
 from raglab.course import artifacts
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
+from raglab.evaluation.golden import golden_file
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.files import atomic_open
 
@@ -86,10 +87,11 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
 
 
 def print_scoreboard(out: Path) -> dict:
-    """The main job's last step: score the assistant on the Python-docs golden set and print it."""
+    """The main job's last step: score the assistant on the Python-docs golden set (the profile's, or
+    the student's own in ``$RAGLAB_GOLDEN``) and print it."""
     import json
 
-    golden = config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl"
+    golden = golden_file("python-docs")
     board = run_golden(build_assistant("python-docs"), golden)
     with atomic_open(out / "scoreboard.json") as fh:
         json.dump(board, fh, indent=2)

@@ -1,5 +1,5 @@
 """A student's own golden set through the workbook (issue 15): with ``RAGLAB_GOLDEN`` set, the milestones
-that read the golden set (02, 03, 04, 06) run on it with no milestone cell failing, and the scoreboard the
+that read the golden set (02, 03, 04, 06, 07) run on it with no milestone cell failing, and the scoreboard the
 rubric reads holds the student's questions, not the project's."""
 import json
 import sys
@@ -14,7 +14,7 @@ from raglab.course.workbook import execute
 sys.path.insert(0, str(Path(__file__).parents[1] / "evaluation"))
 from test_student_golden import student_set, write  # noqa: E402  (the same builder the validator's tests use)
 
-READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation"]
+READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation", "07_bakeoff"]
 
 
 @pytest.mark.slow
