@@ -24,9 +24,13 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raglab import config
+from raglab.course import rubric
+from raglab.course.workbook import NOTEBOOKS, execute
 from raglab.files import atomic_open
 
 ASSIGNMENT = "raglab"
@@ -41,8 +45,6 @@ STUDENT_FILES = ("golden.jsonl", "choices.json")      # what a submission may ca
 
 def notebooks(folder: Path | None = None) -> list[Path]:
     """The numbered notebooks of the workbook (the instructor's source), in order."""
-    from raglab.course.workbook import NOTEBOOKS
-
     return sorted(Path(folder or NOTEBOOKS).glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -215,8 +217,6 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
 
 
 def _rubric(artifacts_dir: Path, stems: list[str], submission: Path):
-    from raglab.course import rubric
-
     return rubric.check(artifacts_dir, notebooks=stems, submission=submission)
 
 
@@ -242,10 +242,8 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
     from nbgrader.api import Gradebook  # lazy
 
     grades = []
-    saved = os.environ.get("RAGLAB_ARTIFACTS")
-    import warnings
-
-    from sqlalchemy.exc import SAWarning
+    saved = config.get("RAGLAB_ARTIFACTS")          # restored after grading (each student gets a folder)
+    from sqlalchemy.exc import SAWarning  # lazy: nbgrader's database layer
 
     warnings.filterwarnings("ignore", category=SAWarning)     # nbgrader's own session use: nothing to act on
     try:
@@ -392,8 +390,6 @@ def prove(stem: str, released: Path, folder: Path | None = None) -> list[str]:
     solution code and no hidden test, and run top to bottom with every self-check failing and no other
     cell (except the blanks' NotImplementedError) failing; the source must have at least three checks."""
     import nbformat  # lazy
-
-    from raglab.course.workbook import execute
 
     problems = []
     source = next(p for p in notebooks(folder) if p.stem == stem)

@@ -11,7 +11,10 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from raglab import config
 from raglab.course import artifacts
+from raglab.corpus import load_corpus
+from raglab.evaluation.golden import check_student_golden
 from raglab.files import atomic_open
 from raglab.generate import REFUSAL
 
@@ -310,9 +313,6 @@ def chunking_choice(a: Artifacts):
 
 
 def _submission_golden(submission: Path):
-    from raglab.corpus import load_corpus
-    from raglab.evaluation.golden import check_student_golden
-
     path = submission / "golden.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
@@ -348,10 +348,8 @@ def _answer_cell(path: Path, marker: str) -> str:
 
 
 def answer_not_reference(submission: Path, stem: str, marker: str, what: str):
-    from raglab.course.workbook import NOTEBOOKS
-
     mine = _answer_cell(submission / f"{stem}.ipynb", marker)
-    reference = _answer_cell(NOTEBOOKS / f"{stem}.ipynb", marker)
+    reference = _answer_cell(config.PROJECT_ROOT / "notebooks" / f"{stem}.ipynb", marker)
     same = _code_lines(mine) == _code_lines(reference)
     return not same, (f"the {what} is the reference solution's, line for line" if same
                       else f"the {what} differs from the reference solution")

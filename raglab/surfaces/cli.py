@@ -45,6 +45,7 @@ from raglab.corpus import (
 )
 from raglab.corpora import REGISTRY, entry
 from raglab.course.artifacts import jsonable, save_json
+from raglab.course import grading
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
@@ -266,8 +267,6 @@ def cmd_workbook(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from raglab.course import grading
-
     target = grading.release(args.out, only=args.notebook or None)
     print(f"student release: {target.resolve()}/ ({', '.join(sorted(p.name for p in target.glob('*.ipynb')))})")
     if not args.prove:
@@ -281,8 +280,6 @@ def cmd_release(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from raglab.course import grading
-
     grades = grading.grade_class(args.class_dir, args.out, only=args.notebook or None)
     print(grading.format_grades(grades))
     out = Path(args.out).resolve()
