@@ -343,6 +343,26 @@ def markdown_html(text: str) -> str:
     return _MD.renderer.render(tokens, _MD.options, env)
 
 
+def markdown_text(text: str) -> str:
+    r"""What a reader sees of a Markdown excerpt, as plain text: the words without their markup
+    (emphasis stars, heading hashes, table pipes, link targets), for a citation's snippet under the
+    answer, which is cut mid-sentence, where rendered Markdown would often be unbalanced.
+
+    >>> markdown_text("## Refund timeline\n| days | what |\n|---|---|\n| **3 business days** | [refund](/r) |")
+    'Refund timeline days what 3 business days refund'
+    """
+    words = []
+    for token in _MD.parse(text):
+        for child in token.children or ():
+            if child.type in ("text", "code_inline"):
+                words.append(child.content)
+            elif child.type in ("softbreak", "hardbreak"):
+                words.append(" ")
+        if token.type.endswith("_close") or token.type in ("inline",):
+            words.append(" ")
+    return " ".join("".join(words).split())
+
+
 def markdown_answer(answer: str, citations, refused: bool = False) -> str | None:
     """The answer's text rendered as Markdown when every source it cites is a Markdown page, else None.
 
@@ -357,8 +377,8 @@ def markdown_answer(answer: str, citations, refused: bool = False) -> str | None
     The citation markers ``[n]`` stay recognisable: each is replaced by private-use characters before
     rendering and restored after, so Markdown can never read ``[1]`` as a link (``[1]: url`` in a
     model's answer stays text) and the page turns the ``[n]`` in the HTML's text into the same cite
-    links as in a plain answer. The citation snippets stay text (they are cut mid-sentence, where
-    Markdown would often be unbalanced).
+    links as in a plain answer. The citation snippets of Markdown pages are shown as plain text without
+    their markup (``markdown_text``): they are cut mid-sentence, where Markdown would often be unbalanced.
 
     >>> markdown_answer("Call **+1 (888) 555-0199**. [1]", [type("C", (), {"doc": "plus/priority-support.md"})])
     '<p>Call <strong>+1 (888) 555-0199</strong>. [1]</p>\\n'
@@ -537,7 +557,9 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         answer = await request.app.state.worker.run(request.app.state.assistant.ask, body.question, user or None)
         return {"answer": answer.answer,
                 "answer_html": markdown_answer(answer.answer, answer.citations, answer.refused),
-                "citations": [{"n": c.n, "id": c.id, "doc": c.doc, "snippet": c.snippet} for c in answer.citations],
+                "citations": [{"n": c.n, "id": c.id, "doc": c.doc,
+                               "snippet": markdown_text(c.snippet) if is_markdown(c.doc) else c.snippet}
+                              for c in answer.citations],
                 "refused": answer.refused, "reason": answer.reason}
 
     @app.get("/chunks/{chunk_id:path}")

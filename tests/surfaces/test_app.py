@@ -176,6 +176,7 @@ def test_answer_shape(client):
     for c in data["citations"]:
         assert set(c) == {"n", "id", "doc", "snippet"} and f"[{c['n']}]" in data["answer"]
         assert f"[{c['n']}]" in data["answer_html"]         # help-center pages are Markdown: rendered too
+        assert "**" not in c["snippet"] and "|" not in c["snippet"] and not c["snippet"].startswith("#")
 
 
 @pytest.mark.parametrize("question", PREMIUM_QUESTIONS)
