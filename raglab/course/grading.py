@@ -77,7 +77,9 @@ def mark_cells(nb, stem: str):
     return n
 
 
-def _api(root: Path, timeout: int = 1800):
+def _api(root: Path, timeout: int = 1800, sockets: Path | None = None):
+    """nbgrader's API over the course folder ``root``; kernels it starts listen on local sockets in
+    ``sockets`` (a short path: a socket's path is limited to about 100 characters)."""
     from nbgrader.apps import NbGraderAPI  # lazy: only the release and grading need nbgrader
     from traitlets.config import Config
 
@@ -90,7 +92,7 @@ def _api(root: Path, timeout: int = 1800):
     c.Exchange.root = str(root / "exchange")
     # kernels over local sockets: nothing listens on a port, and no "running over TCP" warning
     c.KernelManager.transport = "ipc"
-    c.KernelManager.ip = str(Path(tempfile.mkdtemp(prefix="raglab-kernel-")) / "kernel")
+    c.KernelManager.ip = str(Path(sockets or root) / "kernel")
     return NbGraderAPI(config=c)
 
 
@@ -193,6 +195,7 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
     """One student's grades: nbgrader's score for every self-check (from its gradebook), the verdict
     each printed, and whether each notebook ran cleanly outside the exercise cells."""
     import nbformat  # lazy
+    from nbgrader.api import MissingEntry  # lazy
 
     grade = StudentGrade(student)
     for stem in stems:
@@ -208,7 +211,7 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
         for gc in gb.find_notebook(stem, ASSIGNMENT).grade_cells:
             try:
                 score = gb.find_grade(gc.name, stem, ASSIGNMENT, student).score
-            except Exception:                       # not submitted: no grade row
+            except MissingEntry:                    # not submitted: no grade row
                 score = 0.0
             cell = cells.get(gc.name)
             why = _grade_cell_why(cell) if cell is not None else "notebook not submitted"
@@ -238,14 +241,14 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
     root = out / "course"
     shutil.rmtree(root, ignore_errors=True)
     stems = _generate(root, folder, only)
-    api = _api(root, timeout)
-    from nbgrader.api import Gradebook  # lazy
-
-    grades = []
-    saved = config.get("RAGLAB_ARTIFACTS")          # restored after grading (each student gets a folder)
+    from nbgrader.api import Gradebook  # lazy: only grading needs nbgrader
     from sqlalchemy.exc import SAWarning  # lazy: nbgrader's database layer
 
     warnings.filterwarnings("ignore", category=SAWarning)     # nbgrader's own session use: nothing to act on
+    grades = []
+    saved = config.get("RAGLAB_ARTIFACTS")          # restored after grading (each student gets a folder)
+    sockets = tempfile.TemporaryDirectory(prefix="raglab-kernel-")
+    api = _api(root, timeout, Path(sockets.name))
     try:
         for s in students:
             submitted = root / "submitted" / s.name / ASSIGNMENT
@@ -261,11 +264,12 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
             with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
                 grade = read_autograded(s.name, root / "autograded" / s.name / ASSIGNMENT, stems, gb)
             if not result["success"]:
-                grade.error = (result.get("error") or result.get("log") or "").strip().splitlines()[-1:] or ["failed"]
-                grade.error = grade.error[0]
+                lines = (result.get("error") or result.get("log") or "").strip().splitlines()
+                grade.error = lines[-1] if lines else "nbgrader autograde failed"
             grade.rubric = _rubric(artifacts_dir, stems, s)
             grades.append(grade)
     finally:
+        sockets.cleanup()
         if saved is None:
             os.environ.pop("RAGLAB_ARTIFACTS", None)
         else:
