@@ -129,7 +129,7 @@ def _generate(root: Path, folder: Path | None, only: list[str] | None) -> list[s
 def release(out: str | Path, folder: Path | None = None, only: list[str] | None = None) -> Path:
     """``raglab release``: write the student edition of the workbook into ``OUT/release`` (and the
     data a student needs nothing else for: the notebooks import ``raglab``). Returns that folder."""
-    out = Path(out)
+    out = Path(out).resolve()
     with tempfile.TemporaryDirectory(prefix="raglab-course-") as tmp:
         root = Path(tmp)
         _generate(root, folder, only)
@@ -230,7 +230,7 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
 
     ``only`` limits the assignment to some notebooks (by stem, e.g. ``01_ingest_and_chunking``); by
     default it is every notebook any submission holds."""
-    class_dir, out = Path(class_dir), Path(out)
+    class_dir, out = Path(class_dir).resolve(), Path(out).resolve()   # nbgrader changes folders as it works
     students = sorted(p for p in class_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not students:
         raise FileNotFoundError(f"{class_dir}: no student folders (one folder per student, holding their notebooks)")

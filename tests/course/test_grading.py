@@ -214,7 +214,12 @@ def graded(tmp_path_factory):
         _submit(release_dir, klass / "cy", stem, {"invalid_citations": LETS_FORGED_THROUGH})
     _submit(release_dir, klass / "dee", ASSIGNED[0], edit=_break_a_milestone_cell)     # 04 not handed in
     out = base / "grades"
-    assert main(["grade", str(klass), "--out", str(out), "--json"]) == 0
+    here = os.getcwd()
+    os.chdir(base)                 # relative paths, as a student types them (nbgrader changes folders as it works)
+    try:
+        assert main(["grade", "class", "--out", "grades", "--json"]) == 0
+    finally:
+        os.chdir(here)
     with open(out / "gradebook.csv", newline="") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
     return out, rows
