@@ -70,10 +70,6 @@ def yours_or_library(yours: Callable, library: Callable, *probe, **probe_kw) -> 
     return yours
 
 
-def _library_names(library: tuple) -> set[str]:
-    return {getattr(f, "__name__", "") for f in library}
-
-
 def own_work(fn: Callable, *library: Callable, probe: Callable[[], object] | None = None) -> tuple[bool, str]:
     """Whether ``fn`` does the work itself rather than calling the raglab function(s) it replaces.
 
@@ -83,7 +79,7 @@ def own_work(fn: Callable, *library: Callable, probe: Callable[[], object] | Non
     """
     if getattr(fn, "__module__", None) != "__main__":
         return False, f"`{getattr(fn, '__name__', fn)}` is {fn!r}, not a function written in the notebook"
-    found = _refers_to_library(fn, library, _library_names(library), depth=3)
+    found = _refers_to_library(fn, library, {getattr(f, "__name__", "") for f in library}, depth=3)
     if found:
         return False, found
     if probe is not None:

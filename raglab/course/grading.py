@@ -10,7 +10,7 @@ metadata, so nothing is kept by hand, and nbgrader does the rest:
   replaced by a stub that raises ``NotImplementedError`` with a hint, hidden tests removed, outputs
   cleared, self-checks locked) into ``OUT/release``.
 - ``raglab grade CLASS OUT``: for every student folder in ``CLASS`` (their notebooks, and optionally
-  their ``golden.jsonl`` and ``choices.json``), ``nbgrader autograde`` re-runs the notebooks with the
+  their ``golden.jsonl``), ``nbgrader autograde`` re-runs the notebooks with the
   hidden tests put back (the student's artifacts go to a folder of their own), then the milestone
   rubric runs on those artifacts; everything lands in ``OUT/gradebook.csv`` (a row per student, a
   column per criterion, with totals) and ``OUT/feedback/STUDENT.html`` (the failing checks and why).
@@ -25,12 +25,12 @@ import re
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from unittest import mock
 
-from raglab import config
 from raglab.course import rubric
-from raglab.course.workbook import NOTEBOOKS, execute
+from raglab.course.workbook import execute, notebooks
 from raglab.files import atomic_open
 
 ASSIGNMENT = "raglab"
@@ -40,12 +40,6 @@ HIDDEN = "### BEGIN HIDDEN TESTS"
 STUB = ("# YOUR CODE HERE\n"
         "raise NotImplementedError(\"your answer goes here (see the exercise above); until then the "
         "self-check fails and later cells use raglab's own version\")")
-STUDENT_FILES = ("golden.jsonl", "choices.json")      # what a submission may carry beside its notebooks
-
-
-def notebooks(folder: Path | None = None) -> list[Path]:
-    """The numbered notebooks of the workbook (the instructor's source), in order."""
-    return sorted(Path(folder or NOTEBOOKS).glob("[0-9][0-9]_*.ipynb"))
 
 
 def mark_cells(nb, stem: str):
@@ -165,10 +159,17 @@ class StudentGrade:
     def points(self) -> tuple[float, float]:
         return sum(c.score for c in self.checks), sum(c.points for c in self.checks)
 
+    @property
+    def ran_ok(self) -> int:
+        return sum(v == "ok" for v in self.ran.values())
 
-def _exercise_cell(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return bool(meta.get("grade") or meta.get("solution"))
+    @property
+    def rubric_passed(self) -> int:
+        return sum(r.passed for r in self.rubric)
+
+    @property
+    def flags(self) -> list[str]:
+        return [r.criterion for r in self.rubric if r.milestone == "flag" and not r.passed]
 
 
 def _error_text(cell) -> str:
@@ -204,9 +205,8 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
         if nb is None:
             grade.ran[stem] = "missing"
         else:
-            broken = [(i, _error_text(c)) for i, c in enumerate(nb.cells)
-                      if c.cell_type == "code" and not _exercise_cell(c) and _error_text(c)]
-            grade.ran[stem] = "ok" if not broken else f"cell {broken[0][0]}: {broken[0][1]}"
+            broken = [r for r in cell_runs(nb) if r.kind == "other" and r.error]
+            grade.ran[stem] = "ok" if not broken else f"cell {broken[0].index}: {broken[0].error}"
         cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
         for gc in gb.find_notebook(stem, ASSIGNMENT).grade_cells:
             try:
@@ -217,10 +217,6 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
             why = _grade_cell_why(cell) if cell is not None else "notebook not submitted"
             grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why))
     return grade
-
-
-def _rubric(artifacts_dir: Path, stems: list[str], submission: Path):
-    return rubric.check(artifacts_dir, notebooks=stems, submission=submission)
 
 
 def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = None,
@@ -246,10 +242,9 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
 
     warnings.filterwarnings("ignore", category=SAWarning)     # nbgrader's own session use: nothing to act on
     grades = []
-    saved = config.get("RAGLAB_ARTIFACTS")          # restored after grading (each student gets a folder)
-    sockets = tempfile.TemporaryDirectory(prefix="raglab-kernel-")
-    api = _api(root, timeout, Path(sockets.name))
-    try:
+    # each student's notebooks save their artifacts in a folder of their own (the setting is restored after)
+    with tempfile.TemporaryDirectory(prefix="raglab-kernel-") as sockets, mock.patch.dict(os.environ):
+        api = _api(root, timeout, Path(sockets))
         for s in students:
             submitted = root / "submitted" / s.name / ASSIGNMENT
             submitted.mkdir(parents=True, exist_ok=True)
@@ -266,14 +261,8 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
             if not result["success"]:
                 lines = (result.get("error") or result.get("log") or "").strip().splitlines()
                 grade.error = lines[-1] if lines else "nbgrader autograde failed"
-            grade.rubric = _rubric(artifacts_dir, stems, s)
+            grade.rubric = rubric.check(artifacts_dir, notebooks=stems, submission=s)
             grades.append(grade)
-    finally:
-        sockets.cleanup()
-        if saved is None:
-            os.environ.pop("RAGLAB_ARTIFACTS", None)
-        else:
-            os.environ["RAGLAB_ARTIFACTS"] = saved
     write_gradebook(grades, out / "gradebook.csv")
     for g in grades:
         write_feedback(g, out / "feedback" / f"{g.student}.html")
@@ -291,12 +280,10 @@ def columns(grades: list[StudentGrade]) -> list[str]:
 
 def row(g: StudentGrade) -> list:
     got, most = g.points
-    flags = [r.criterion for r in g.rubric if r.milestone == "flag" and not r.passed]
     return ([g.student] + [round(c.score, 2) for c in g.checks]
             + [int(v == "ok") for v in g.ran.values()]
             + [int(r.passed) for r in g.rubric]
-            + [round(got, 2), round(most, 2), sum(v == "ok" for v in g.ran.values()),
-               sum(r.passed for r in g.rubric), len(g.rubric), "; ".join(flags)])
+            + [round(got, 2), round(most, 2), g.ran_ok, g.rubric_passed, len(g.rubric), "; ".join(g.flags)])
 
 
 def write_gradebook(grades: list[StudentGrade], path: Path) -> Path:
@@ -318,8 +305,7 @@ def feedback_html(g: StudentGrade) -> str:
     failing = [c for c in g.checks if c.score < c.points]
     parts = [f"<h1>Feedback for {e(g.student)}</h1>",
              f"<p class='totals'>Autograder: <b>{got:g} of {most:g}</b> points · notebooks that ran cleanly: "
-             f"<b>{sum(v == 'ok' for v in g.ran.values())} of {len(g.ran)}</b> · rubric: "
-             f"<b>{sum(r.passed for r in g.rubric)} of {len(g.rubric)}</b> criteria</p>"]
+             f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.rubric)}</b> criteria</p>"]
     if g.error:
         parts.append(f"<p class='error'>The autograder reported: {e(g.error)}</p>")
     parts.append("<h2>Notebooks</h2><ul>" + "".join(
@@ -354,17 +340,13 @@ def format_grades(grades: list[StudentGrade]) -> str:
     lines = [f"{'student':<16} {'points':>9} {'ran':>5} {'rubric':>7}  flags"]
     for g in grades:
         got, most = g.points
-        flags = "; ".join(r.criterion for r in g.rubric if r.milestone == "flag" and not r.passed)
-        lines.append(f"{g.student:<16} {got:>4g}/{most:<4g} {sum(v == 'ok' for v in g.ran.values()):>2}/{len(g.ran):<2} "
-                     f"{sum(r.passed for r in g.rubric):>3}/{len(g.rubric):<3}  {flags}")
+        lines.append(f"{g.student:<16} {got:>4g}/{most:<4g} {g.ran_ok:>2}/{len(g.ran):<2} "
+                     f"{g.rubric_passed:>3}/{len(g.rubric):<3}  {'; '.join(g.flags)}")
     return "\n".join(lines)
 
 
 def json_grades(grades: list[StudentGrade]) -> list[dict]:
-    from dataclasses import asdict
-
     return [asdict(g) for g in grades]
-
 
 
 # ---------------------------------------------------------------- proving a release
@@ -392,14 +374,15 @@ def cell_runs(nb) -> list[CellRun]:
 def prove(stem: str, released: Path, folder: Path | None = None) -> list[str]:
     """What is wrong with one notebook's release (empty if nothing): the released notebook must hold no
     solution code and no hidden test, and run top to bottom with every self-check failing and no other
-    cell (except the blanks' NotImplementedError) failing; the source must have at least three checks."""
+    cell (except the blanks' NotImplementedError) failing; a milestone (01 and after, not the set-up
+    notebook 00) must have at least three self-checks."""
     import nbformat  # lazy
 
     problems = []
     source = next(p for p in notebooks(folder) if p.stem == stem)
     src = nbformat.read(source, as_version=4)
     n = mark_cells(src, stem)
-    if n < 3:
+    if n < 3 and stem[:2] != "00":
         problems.append(f"{stem}: {n} self-checks (at least three exercises)")
     path = released / f"{stem}.ipynb"
     text = path.read_text(encoding="utf-8")

@@ -312,22 +312,28 @@ def chunking_choice(a: Artifacts):
     return True, f"chose {choice['chunking']} + {choice['retriever']}, justified with {', '.join(quoted[:3])} from its row"
 
 
-def _submission_golden(submission: Path):
-    path = submission / "golden.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
-    return check_student_golden(path, load_corpus("python-docs"))
+class Submission(Artifacts):
+    """A student's folder (their notebooks and ``golden.jsonl``), its golden set checked once for every
+    criterion that reads it."""
+
+    def golden(self):
+        def load():
+            path = self.where / "golden.jsonl"
+            if not path.exists():
+                raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
+            return check_student_golden(path, load_corpus("python-docs"))
+        return self._once("golden.jsonl", load)
 
 
-def own_golden_set(submission: Path):
-    report = _submission_golden(submission)
+def own_golden_set(s: Submission):
+    report = s.golden()
     if report.problems:
         return False, f"{len(report.problems)} problems, first: {report.problems[0]}"
     return True, f"{report.questions} questions of your own pass the checks ({report.lines()[-1]})"
 
 
-def golden_not_copied(submission: Path):
-    report = _submission_golden(submission)
+def golden_not_copied(s: Submission):
+    report = s.golden()
     share = len(report.copies) / max(report.questions, 1)
     return share <= 0.5, f"{len(report.copies)} of {report.questions} questions are the project's ({share:.0%}; more than half is flagged)"
 
@@ -347,8 +353,8 @@ def _answer_cell(path: Path, marker: str) -> str:
     return cells[0]
 
 
-def answer_not_reference(submission: Path, stem: str, marker: str, what: str):
-    mine = _answer_cell(submission / f"{stem}.ipynb", marker)
+def answer_not_reference(s: Submission, stem: str, marker: str, what: str):
+    mine = _answer_cell(s.where / f"{stem}.ipynb", marker)
     reference = _answer_cell(config.PROJECT_ROOT / "notebooks" / f"{stem}.ipynb", marker)
     same = _code_lines(mine) == _code_lines(reference)
     return not same, (f"the {what} is the reference solution's, line for line" if same
@@ -395,7 +401,7 @@ def check(where: str | Path | None = None, notebooks: list[str] | None = None,
     a = Artifacts(where)
     results = [_guard(m, c, lambda fn=fn: fn(a)) for m, c, fn, nb in CRITERIA if keep is None or nb in keep]
     if submission is not None:
-        sub = Path(submission)
+        sub = Submission(Path(submission))
         results += [_guard(m, c, lambda fn=fn: fn(sub)) for m, c, fn, nb in SUBMISSION_CRITERIA
                     if keep is None or nb in keep]
     return results

@@ -17,9 +17,9 @@ from raglab.files import atomic_open
 NOTEBOOKS = config.PROJECT_ROOT / "notebooks"
 
 
-def notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
-    """The numbered notebooks (``00_setup.ipynb``, ``01_...``), in order."""
-    return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+def notebooks(folder: Path | None = None) -> list[Path]:
+    """The numbered notebooks (``00_setup.ipynb``, ``01_...``) of ``folder`` (default: the workbook's), in order."""
+    return sorted(Path(folder or NOTEBOOKS).glob("[0-9][0-9]_*.ipynb"))
 
 
 def execute(path: Path, timeout: int = 1800, allow_errors: bool = False):
@@ -35,8 +35,14 @@ def execute(path: Path, timeout: int = 1800, allow_errors: bool = False):
         # local sockets instead of TCP: nothing listens on a port, and the kernel has no
         # "running over TCP without encryption" warning to print into the main job's output
         km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
-        NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        try:
+            NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            # nbclient leaves a kernel manager it did not create running: stop the kernel here, or it
+            # lingers until the main job exits (and then prints "Parent appears to have exited")
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     return nb
 
 

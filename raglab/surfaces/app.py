@@ -358,7 +358,7 @@ def markdown_text(text: str) -> str:
                 words.append(child.content)
             elif child.type in ("softbreak", "hardbreak"):
                 words.append(" ")
-        if token.type.endswith("_close") or token.type in ("inline",):
+        if token.type == "inline" or token.type.endswith("_close"):
             words.append(" ")
     return " ".join("".join(words).split())
 

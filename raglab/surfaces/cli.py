@@ -268,11 +268,11 @@ def cmd_workbook(args) -> int:
 
 def cmd_release(args) -> int:
     target = grading.release(args.out, only=args.notebook or None)
-    print(f"student release: {target.resolve()}/ ({', '.join(sorted(p.name for p in target.glob('*.ipynb')))})")
+    released = grading.notebooks(target)
+    print(f"student release: {target.resolve()}/ ({', '.join(p.name for p in released)})")
     if not args.prove:
         return 0
-    problems = [p for stem in sorted(p.stem for p in target.glob("[0-9][0-9]_*.ipynb"))
-                for p in grading.prove(stem, target)]
+    problems = [line for p in released for line in grading.prove(p.stem, target)]
     for line in problems:
         print(line)
     print(f"proof: {'every self-check fails on the blank release and the milestones still run' if not problems else f'{len(problems)} problems'}")
