@@ -3,9 +3,18 @@
 ``Embedder().encode(texts)`` returns unit-length float32 vectors, one row a text. Each distinct
 text is embedded once per model and precision, ever: identical texts within a call are embedded
 once, and every vector goes to an SQLite cache keyed by ``sha256(cache id + "\\0" + text)``, the
-cache id being the model id for float32 vectors (``all-MiniLM-L6-v2``) and the model id with the
-precision otherwise (``all-MiniLM-L6-v2@bfloat16``). A fully warm cache answers without loading the
-model (nor importing torch or sentence-transformers).
+cache id being the model id, the precision and the padding rule (``all-MiniLM-L6-v2@bfloat16+pad16``).
+A fully warm cache answers without loading the model (nor importing torch or sentence-transformers).
+
+One text, one vector: a text's vector is a function of the text alone, bit for bit, whatever else
+was in its batch, whatever the cache held, cached or not. Matrix-multiply kernels pick their blocking
+by shape, so a text padded to the longest text of its batch (what ``model.encode`` does) gets other
+roundings beside other texts (up to 7e-4 in a component in bfloat16, 7e-8 in float32). Here every
+text is padded to its own length rounded up to a multiple of ``PAD_MULTIPLE`` tokens
+(``padded_length``), and a batch holds texts of one padded length only; the padding is masked out,
+and with the shape fixed by the text, a row's result no longer depends on the other rows, their
+number or its position (measured: identical bytes for batches of 1 to 64, in either precision, on
+1 or 2 threads; ``tests/stages/test_batch_invariance.py``).
 
 Precision: ``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as
 float32) by default on a CPU with native bfloat16 arithmetic (the ``avx512_bf16`` or ``amx_bf16``
@@ -18,10 +27,9 @@ plain ``model.encode(texts, batch_size=64)`` makes 26.6 chunks/s, ``Embedder`` i
 83% of what the float32 matrix-multiply rate allows), in bfloat16 2.2 to 2.8 times more, vectors
 within 1 - cos 1e-4 of float32; a warm cache over 100,000. The float32 gain is the batch size: 16
 texts a forward pass keeps each layer's activations and attention scores cache-sized (8 is as
-fast, 32 and 64 are slower). Misses are sorted by token count (longest first) before batching, so
-a batch holds texts of nearly the same length; sentence-transformers sorts by characters inside
-each ``encode`` call, but only sees one batch here since every batch is committed to the cache on
-its own. Torch's default thread count (one per core) is kept: one thread is about 0.6x.
+fast, 32 and 64 are slower). Misses are sorted by padded length (longest first) before batching,
+so a batch holds texts of the same padded length: the padding costs at most 15 tokens a text, and
+short texts (the reranker's sentences) are no longer padded to a long neighbour. Torch's default thread count (one per core) is kept: one thread is about 0.6x.
 
 Queries go through the same cache (MiniLM embeds queries and passages alike), so re-running an
 evaluation never reloads the model; a query longer than the model's token limit is truncated by
@@ -49,9 +57,24 @@ from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, quiet
 from raglab.progress import progress_bar
 
 PRECISIONS = ("float32", "bfloat16")
+PAD_MULTIPLE = 16        # every text is padded to a multiple of 16 tokens: its vector depends on the text alone
+PADDING_RULE = f"pad{PAD_MULTIPLE}"   # part of the cache id and of the index manifest
 BATCH_SIZES = {"float32": 16, "bfloat16": 32}   # texts a forward pass, measured by bench/embed.py (see above)
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")   # x86 flags of bfloat16 arithmetic (Cooper Lake, Zen 4, Sapphire Rapids)
 _SELECT_CHUNK = 500          # keys per SELECT ... IN (...), under SQLite's variable limit
+
+
+def length_batches(lengths: list[int], batch_size: int) -> list[tuple[int, list[int]]]:
+    """``(length, positions)`` batches: positions of equal ``lengths``, longest first, at most ``batch_size`` each.
+
+    >>> length_batches([16, 32, 16, 16, 32], 2)
+    [(32, [1, 4]), (16, [0, 2]), (16, [3])]
+    """
+    by_length: dict[int, list[int]] = {}
+    for position, length in enumerate(lengths):
+        by_length.setdefault(length, []).append(position)
+    return [(length, rows[i:i + batch_size]) for length, rows in sorted(by_length.items(), reverse=True)
+            for i in range(0, len(rows), batch_size)]
 
 
 class EmbeddingCacheError(RuntimeError):
@@ -120,12 +143,24 @@ def resolve_precision(precision: str | None = None, device: str = "cpu") -> str:
 
 
 def cache_id(model_id: str, precision: str) -> str:
-    """The id a model's vectors are cached under: the model id in float32, ``model@precision`` otherwise.
+    """The id a model's vectors are cached under: ``model@precision+padding rule``.
+
+    (Vectors cached before the padding rule, under ``model`` or ``model@bfloat16``, are never read.)
 
     >>> cache_id("all-MiniLM-L6-v2", "float32"), cache_id("all-MiniLM-L6-v2", "bfloat16")
-    ('all-MiniLM-L6-v2', 'all-MiniLM-L6-v2@bfloat16')
+    ('all-MiniLM-L6-v2@float32+pad16', 'all-MiniLM-L6-v2@bfloat16+pad16')
     """
-    return model_id if precision == "float32" else f"{model_id}@{precision}"
+    return f"{model_id}@{precision}+{PADDING_RULE}"
+
+
+def padded_length(n_tokens: int, max_tokens: int, multiple: int = PAD_MULTIPLE) -> int:
+    """The length a text of ``n_tokens`` tokens is padded (or truncated) to: the next multiple of
+    ``multiple``, at most the model's ``max_tokens``. It depends on the text alone.
+
+    >>> [padded_length(n, 256) for n in (3, 16, 17, 250, 256, 900)]
+    [16, 16, 32, 256, 256, 256]
+    """
+    return min(max_tokens, -(-n_tokens // multiple) * multiple)
 
 
 def default_cache_path() -> Path:
@@ -235,8 +270,8 @@ class Embedder:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if model is not None and "\0" in str(model):
             raise ValueError("a model id cannot contain NUL: it separates the model id from the text in cache keys")
-        if model is not None and str(model).endswith(tuple(f"@{p}" for p in PRECISIONS)):
-            raise ValueError(f"a model id cannot end with @precision ({model!r}): that suffix marks the precision in cache keys")
+        if model is not None and "@" in str(model):
+            raise ValueError(f"a model id cannot contain '@' ({model!r}): it marks the precision in cache keys")
         self.packaged = model is None
         self.model_id = MINILM if model is None else str(model)
         self.device, self.precision = device, resolve_precision(precision, device)
@@ -297,20 +332,21 @@ class Embedder:
             return [len(t) for t in texts]
         return [len(ids) for ids in tokenizer(list(texts), truncation=False)["input_ids"]]
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        """One forward pass over ``texts``: unit-length float32 rows."""
+    def _embed(self, texts: list[str], length: int) -> np.ndarray:
+        """One forward pass over ``texts``, each padded (or truncated) to ``length`` tokens: unit-length
+        float32 rows. The padding is masked, and the shape depends only on ``length``, so each row is
+        the same whatever the other rows are."""
         import torch  # lazy: torch takes seconds to import
 
+        features = self.model.tokenizer(texts, padding="max_length", truncation=True, max_length=length,
+                                        return_tensors="pt")
         device_type = str(self.device).split(":")[0]
         ctx = (torch.autocast(device_type, dtype=torch.bfloat16) if self.precision == "bfloat16"
                else contextlib.nullcontext())
-        with ctx:
-            vectors = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True,
-                                        convert_to_numpy=True, show_progress_bar=False)
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if self.precision != "float32":   # renormalize after rounding
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-12)
-        return vectors
+        with torch.inference_mode(), ctx:
+            out = self.model({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
+        vectors = out.float().cpu().numpy()
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-12)
 
     # ------------------------------------------------------------ public calls
 
@@ -319,13 +355,13 @@ class Embedder:
         as fast as the later ones (the first forward pass pays for kernel set-up, the first count for
         loading the tokenizer)."""
         self.token_counts(["warm up"])
-        self._embed(["warm up"])
+        self._embed(["warm up"], PAD_MULTIPLE)
 
     def encode(self, texts: Iterable[str], progress: bool | None = None) -> np.ndarray:
         """Unit-length float32 vectors, shape ``(len(texts), dim)``: cached ones looked up, the rest embedded.
 
-        Misses are embedded in batches of ``batch_size`` texts of similar token length, and each
-        batch is committed to the cache as soon as it is computed (an interrupted run keeps them).
+        Misses are embedded in batches of at most ``batch_size`` texts of one padded length
+        (``padded_length``), and each batch is committed to the cache as soon as it is computed (an interrupted run keeps them).
         ``progress=None`` shows a progress bar when more than 200 texts must be embedded.
         """
         start = time.perf_counter()
@@ -349,16 +385,15 @@ class Embedder:
         return out[inverse]
 
     def _embed_misses(self, unique: list[str], misses: list[int], out: np.ndarray, progress: bool | None) -> None:
-        """Embed ``unique[j]`` for each ``j`` in ``misses`` into ``out``, longest texts first, batch by batch."""
-        lengths = self.token_counts([unique[j] for j in misses])
-        order = [misses[k] for k in np.argsort([-n for n in lengths], kind="stable")]
+        """Embed ``unique[j]`` for each ``j`` in ``misses`` into ``out``, longest first, one padded length a batch."""
+        padded = [padded_length(n, self.max_tokens) for n in self.token_counts([unique[j] for j in misses])]
         show = len(misses) > 200 if progress is None else progress
-        bar = progress_bar(len(order), f"embedding ({self.cache_id})", "text") if show else None
+        bar = progress_bar(len(misses), f"embedding ({self.cache_id})", "text") if show else None
         try:
-            for i in range(0, len(order), self.batch_size):
-                batch = order[i:i + self.batch_size]
+            for length, rows in length_batches(padded, self.batch_size):
+                batch = [misses[k] for k in rows]
                 batch_texts = [unique[j] for j in batch]
-                vectors = self._embed(batch_texts)
+                vectors = self._embed(batch_texts, length)
                 if vectors.shape != (len(batch), out.shape[1]):
                     raise RuntimeError(f"{self.model_id} returned vectors of shape {vectors.shape}, "
                                        f"expected {(len(batch), out.shape[1])}")

@@ -19,7 +19,7 @@ from raglab import config
 from raglab.bm25 import BM25
 from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
-from raglab.embeddings import Embedder, resolve_precision
+from raglab.embeddings import PADDING_RULE, Embedder, resolve_precision
 from raglab.files import (
     LOCK_WAIT,
     Busy,
@@ -33,7 +33,7 @@ from raglab.files import (
 from raglab.packaged_models import MINILM
 from raglab.stores.faiss_store import FaissStore
 
-MANIFEST_VERSION = 2   # 2: each page's access is in the corpus hash (indexes of format 1 may say public)
+MANIFEST_VERSION = 3   # 2: each page's access is in the corpus hash; 3: vectors padded by the text alone (PADDING_RULE)
 
 
 class IndexNotReady(RuntimeError):
@@ -96,16 +96,15 @@ def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "
 
 def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_id: str, kind: str,
                       docs=None, precision: str = "float32") -> dict:
-    """What an index for these settings must record (the embedding precision included: a float32
-    index keeps the version id it had before the precision was recorded)."""
+    """What an index for these settings must record (the embedding precision and padding rule included)."""
     docs = docs if docs is not None else load_corpus(corpus, profile)
     s = settings.resolved()
     chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
     corpus_hash = corpus_stats(docs)["sha256"]
-    parts = [corpus, profile, corpus_hash, chunking, model_id, kind] + ([] if precision == "float32" else [precision])
+    parts = [MANIFEST_VERSION, corpus, profile, corpus_hash, chunking, model_id, kind, precision, PADDING_RULE]
     key = json.dumps(parts, sort_keys=True)
     return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
-            "chunking": chunking, "model": model_id, "precision": precision, "kind": kind,
+            "chunking": chunking, "model": model_id, "precision": precision, "padding": PADDING_RULE, "kind": kind,
             "folder_settings": folder_settings(docs), "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
 
 

@@ -149,8 +149,9 @@ def _verdict(result: dict) -> str:
     return "\n".join(lines)
 
 
-def format_chunksize(result: dict) -> str:
-    """The experiment as a plain-text table, then the verdict."""
+def format_chunksize(result: dict, timing: bool = True) -> str:
+    """The experiment as a plain-text table, then the verdict (``timing=False`` leaves out the run's
+    time and how many chunks it embedded, which depend on the machine and the cache)."""
     k, limit, modes = result["k"], result["limit"], result["modes"]
     head = f"{'setting':<18}{'chunks':>7}{'mean tok':>9}{'p95 tok':>8}{'>' + str(limit):>7}"
     head += "".join(f"   {m + f' recall@{k}':<25}" for m in modes)
@@ -163,7 +164,8 @@ def format_chunksize(result: dict) -> str:
             v = r["recall"][m]
             line += f"   {v['value']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]   "
         lines.append(line.rstrip())
-    lines.append(f"run: {result['seconds']:.1f} s, {result['embedded']} chunks embedded")
+    if timing:
+        lines.append(f"run: {result['seconds']:.1f} s, {result['embedded']} chunks embedded")
     lines.append(result["verdict"])
     return "\n".join(lines)
 

@@ -46,9 +46,9 @@ def cache(tmp_path):
 
 
 def count_calls(monkeypatch, embedder):
-    """Wrap the model's encode; returns the list of batches it was called with."""
-    calls, encode = [], embedder.model.encode
-    monkeypatch.setattr(embedder.model, "encode", lambda texts, **kw: calls.append(list(texts)) or encode(texts, **kw))
+    """Wrap the embedder's forward pass; returns the list of batches it was called with."""
+    calls, embed = [], embedder._embed
+    monkeypatch.setattr(embedder, "_embed", lambda texts, length: calls.append(list(texts)) or embed(texts, length))
     return calls
 
 
@@ -85,7 +85,7 @@ def test_second_call_is_all_hits_and_never_calls_the_model(cache, monkeypatch):
     embedder = Embedder(cache=cache)
     first = embedder.encode(SHORT)
     assert embedder.last_stats | {"seconds": 0} == {"texts": 6, "unique": 6, "hits": 0, "misses": 6, "seconds": 0}
-    monkeypatch.setattr(embedder.model, "encode", refuse)
+    monkeypatch.setattr(embedder, "_embed", refuse)
     second = embedder.encode(SHORT)
     assert embedder.last_stats["hits"] == 6 and embedder.last_stats["misses"] == 0
     np.testing.assert_array_equal(first, second)
@@ -128,17 +128,19 @@ def test_duplicates_are_embedded_once(cache, monkeypatch):
 
 
 class FakeModel:
-    """A stand-in for another model: 8-dimension vectors, no network."""
+    """A stand-in for another model: a tokenizer of one token a word, 8-dimension vectors, no network."""
 
     max_seq_length = 512
-    tokenizer = None
 
     def get_embedding_dimension(self):
         return 8
 
-    def encode(self, texts, **kwargs):
-        vectors = np.ones((len(texts), 8), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    def tokenizer(self, texts, truncation=False, padding=False, max_length=None, return_tensors=None):
+        ids = [[1] * (max_length if padding == "max_length" else len(t.split()) + 2) for t in texts]
+        return {"input_ids": __import__("torch").tensor(ids) if return_tensors else ids}
+
+    def __call__(self, features):
+        return {"sentence_embedding": __import__("torch").ones(len(features["input_ids"]), 8)}
 
 
 def test_models_never_share_cache_entries(cache, monkeypatch):
@@ -159,19 +161,18 @@ def test_models_never_share_cache_entries(cache, monkeypatch):
 
 def test_interrupted_run_keeps_committed_batches(cache, monkeypatch):
     embedder = Embedder(cache=cache, batch_size=2)
-    encode, calls = embedder.model.encode, []
+    embed, calls = embedder._embed, []
 
-    def second_batch_fails(texts, **kwargs):
+    def second_batch_fails(texts, length):
         calls.append(list(texts))
         if len(calls) == 2:
             raise KeyboardInterrupt("stopped during batch 2")
-        return encode(texts, **kwargs)
+        return embed(texts, length)
 
-    monkeypatch.setattr(embedder.model, "encode", second_batch_fails)
+    monkeypatch.setattr(embedder, "_embed", second_batch_fails)
     with pytest.raises(KeyboardInterrupt):
         embedder.encode(SHORT[:5])
     assert len(cache) == 2
-    monkeypatch.setattr(embedder.model, "encode", encode)
     resumed = Embedder(cache=EmbeddingCache(cache.path), batch_size=2)
     resumed.encode(SHORT[:5])
     assert resumed.last_stats["hits"] == 2 and resumed.last_stats["misses"] == 3

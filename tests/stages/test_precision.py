@@ -61,26 +61,31 @@ def test_an_unknown_precision_is_refused(monkeypatch):
         Embedder(cache=False)
     with pytest.raises(ValueError, match="unknown precision 'int8'"):
         Embedder(cache=False, precision="int8")
-    with pytest.raises(ValueError, match="@precision"):
+    with pytest.raises(ValueError, match="cannot contain '@'"):
         Embedder("some/model@bfloat16", cache=False)
 
 
 def test_each_precision_has_its_own_cache_key(tmp_path, monkeypatch):
-    """bfloat16 vectors live under ``sha256("all-MiniLM-L6-v2@bfloat16\\0" + text)``, float32 ones under
-    the model id alone (as before precision was recorded): neither is served for the other."""
+    """bfloat16 vectors live under ``sha256("all-MiniLM-L6-v2@bfloat16+pad16\\0" + text)``, float32 ones
+    under ``all-MiniLM-L6-v2@float32+pad16``: neither is served for the other, nor are vectors cached
+    before the padding rule (under the bare model id or ``model@bfloat16``)."""
     monkeypatch.setattr(Embedder, "_load", refuse)
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     bf16 = Embedder(cache=cache, precision="bfloat16")
     fp32 = Embedder(cache=cache, precision="float32")
-    assert (bf16.cache_id, fp32.cache_id) == ("all-MiniLM-L6-v2@bfloat16", "all-MiniLM-L6-v2")
-    assert cache_key(bf16.cache_id, TEXTS[0]) == hashlib.sha256(f"all-MiniLM-L6-v2@bfloat16\0{TEXTS[0]}".encode()).digest()
+    assert (bf16.cache_id, fp32.cache_id) == ("all-MiniLM-L6-v2@bfloat16+pad16", "all-MiniLM-L6-v2@float32+pad16")
+    assert cache_key(bf16.cache_id, TEXTS[0]) == hashlib.sha256(f"all-MiniLM-L6-v2@bfloat16+pad16\0{TEXTS[0]}".encode()).digest()
     vectors = np.eye(2, 384, dtype=np.float32)
+    cache.put_many("all-MiniLM-L6-v2", TEXTS, vectors)              # vectors from before the padding rule
     cache.put_many("all-MiniLM-L6-v2@bfloat16", TEXTS, vectors)
+    with pytest.raises(AssertionError, match="must not be loaded"):
+        bf16.encode(TEXTS)
+    cache.put_many("all-MiniLM-L6-v2@bfloat16+pad16", TEXTS, vectors)
     np.testing.assert_array_equal(bf16.encode(TEXTS), vectors)
     assert bf16.last_stats["hits"] == 2
     with pytest.raises(AssertionError, match="must not be loaded"):    # float32 misses: it would load the model
         fp32.encode(TEXTS)
-    cache.put_many("all-MiniLM-L6-v2", TEXTS, vectors[::-1])
+    cache.put_many("all-MiniLM-L6-v2@float32+pad16", TEXTS, vectors[::-1])
     np.testing.assert_array_equal(fp32.encode(TEXTS), vectors[::-1])
     np.testing.assert_array_equal(bf16.encode(TEXTS), vectors)
 
@@ -127,17 +132,15 @@ def test_the_manifest_records_the_precision_and_load_refuses_another(folder, tmp
     assert load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root).manifest["precision"] == "bfloat16"
 
 
-def test_an_index_from_before_the_precision_was_recorded_is_float32(folder, tmp_path, monkeypatch):
-    """Indexes built before the precision was recorded were float32 (the default then); they keep
-    their version id, load where float32 is asked for and are refused (rebuilt) where bfloat16 is."""
+def test_an_index_from_before_the_padding_rule_is_rebuilt(folder, tmp_path, monkeypatch):
+    """An index whose manifest is of an earlier format (vectors padded batch by batch, or no precision
+    recorded) is refused with the rebuild command."""
     root = tmp_path / "indexes"
     index = build_index(str(folder), "small", SETTINGS, HashEmbedder("float32"), root=root)
+    assert index.manifest["padding"] == "pad16" and index.manifest["format"] == 3
     manifest_file = Path(index.path) / "manifest.json"
     manifest = json.loads(manifest_file.read_text())
-    del manifest["precision"]
-    old_key = [str(folder), "small", manifest["corpus_sha256"], manifest["chunking"], "hash-embedder", "flat"]
-    assert index.version == hashlib.sha256(json.dumps(old_key, sort_keys=True).encode()).hexdigest()[:12]
-    manifest_file.write_text(json.dumps(manifest))
-    assert load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root, precision="float32").version == index.version
-    with pytest.raises(IndexNotReady, match="embedded in float32, not bfloat16"):
-        load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root, precision="bfloat16")
+    del manifest["precision"], manifest["padding"]
+    manifest_file.write_text(json.dumps(manifest | {"format": 2}))
+    with pytest.raises(IndexNotReady, match="format is 2, not 3: it was built; rebuild it with `.*raglab index"):
+        load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root, precision="float32")

@@ -1,0 +1,91 @@
+"""One text, one vector: a text's vector is the same bytes whatever else is in its batch, whatever the
+cache held, cached or not, in either precision; and a notebook's numeric table is the same from two
+different cache states."""
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from raglab.chunking import ChunkSettings, chunk_corpus
+from raglab.embeddings import PAD_MULTIPLE, Embedder, EmbeddingCache
+
+pytestmark = pytest.mark.slow
+
+TARGETS = ["Which exception does json.loads raise when the document is not valid JSON?",
+           "os.path.join joins one or more path segments intelligently."]
+SHORT = ["Lists are mutable.", "A dict maps keys to values.", "Use with to close files.", "Tuples are immutable.",
+         "Strings have a split method.", "Sets hold unique items.", "print writes to stdout."]
+
+
+@pytest.fixture(scope="module")
+def long_texts(python_docs):
+    """Real chunks of the small profile, most of them 150 words or near the 256-token limit."""
+    return [c.indexed_text for c in chunk_corpus(python_docs[:4], ChunkSettings("words"))][:40]
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float32"])
+def test_a_text_gets_the_same_bytes_in_any_batch(precision, long_texts, tmp_path):
+    alone = Embedder(cache=False, precision=precision).encode(TARGETS)
+    rng = random.Random(7)
+    batches = {
+        "alone, one by one": [[t] for t in TARGETS],
+        "among short texts": [SHORT[:3] + TARGETS + SHORT[3:]],
+        "among long texts": [long_texts[:20] + [TARGETS[0]] + long_texts[20:] + [TARGETS[1]]],
+        "shuffled with everything": [rng.sample(SHORT + long_texts + TARGETS, len(SHORT + long_texts) + 2)],
+    }
+    for label, calls in batches.items():
+        for batch_size in (1, 3, 32):
+            embedder = Embedder(cache=False, precision=precision, batch_size=batch_size)
+            got = {}
+            for texts in calls:
+                got.update(zip(texts, embedder.encode(texts)))
+            for text, vector in zip(TARGETS, alone):
+                assert got[text].tobytes() == vector.tobytes(), (label, batch_size, float(np.abs(got[text] - vector).max()))
+
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    cold = Embedder(cache=cache, precision=precision).encode(long_texts[:5] + TARGETS)[-2:]
+    warm = Embedder(cache=EmbeddingCache(cache.path), precision=precision)
+    assert warm.encode(TARGETS).tobytes() == cold.tobytes() == alone.tobytes()
+    assert warm.last_stats["hits"] == 2 and warm._model is None
+
+
+def test_padding_stays_within_a_multiple_and_never_past_the_limit(long_texts):
+    """The padded shape: at most PAD_MULTIPLE - 1 padding tokens, the model's limit as a ceiling, and
+    the vectors still those of the plain, unpadded model call (1 - cos below 1e-6 in float32)."""
+    from sentence_transformers import SentenceTransformer
+
+    from raglab.packaged_models import minilm_path
+
+    embedder = Embedder(cache=False, precision="float32")
+    by_length = sorted(long_texts, key=len)
+    texts = SHORT + by_length[:4] + by_length[-4:]
+    plain = SentenceTransformer(str(minilm_path()), device="cpu")
+    reference = np.vstack([plain.encode([t], normalize_embeddings=True) for t in texts])   # each alone: no padding
+    assert 1 - (embedder.encode(texts) * reference).sum(axis=1).min() < 1e-6
+    lengths = embedder.token_counts(texts)
+    assert any(n > embedder.max_tokens for n in lengths) and any(n % PAD_MULTIPLE for n in lengths)
+
+
+def test_a_bakeoff_table_is_the_same_from_two_cache_states(tmp_path, monkeypatch, python_docs):
+    """Notebook 07's table (one chunking, three retrievers, the reranker's sentence vectors included)
+    from an empty cache, and again from a cache a different run filled half of in other batches."""
+    from raglab.evaluation.bakeoff import run_bakeoff
+
+    def table(workdir, embedder):
+        monkeypatch.setenv("RAGLAB_WORKDIR", str(workdir))
+        frame, per_question = run_bakeoff("python-docs", "small", embedder=embedder,
+                                          chunkers=(ChunkSettings("words"),), retrievers=("dense", "hybrid", "rerank"))
+        return frame.drop(columns="latency_p50_ms"), per_question
+
+    cold_frame, cold_questions = table(tmp_path / "cold", Embedder(cache=EmbeddingCache(tmp_path / "cold.sqlite")))
+
+    chunks = [c.indexed_text for c in chunk_corpus(python_docs, ChunkSettings("words"))]
+    half = random.Random(3).sample(chunks, len(chunks) // 2)
+    other = Embedder(cache=EmbeddingCache(tmp_path / "other.sqlite"), batch_size=5)
+    for i in range(0, len(half), 7):                        # a different run: small mixed batches
+        other.encode(half[i:i + 7] + SHORT)
+    warm_frame, warm_questions = table(tmp_path / "other", Embedder(cache=EmbeddingCache(tmp_path / "other.sqlite")))
+
+    pd.testing.assert_frame_equal(cold_frame, warm_frame, check_exact=True)
+    assert cold_questions == warm_questions
