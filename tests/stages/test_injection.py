@@ -131,7 +131,7 @@ def test_zero_width_characters_inside_words_do_not_defeat_the_rule(item):
 
 def test_each_rule_holds_its_cue_wherever_it_fires(helpcenter):
     """The quick cue test (``_CUES``) never hides a sentence its rule would flag."""
-    from raglab.generate import _CUES, _INJECTION_RULES
+    from raglab.injection import _CUES, _INJECTION_RULES
 
     texts = [normalize(r["text"]) for r in KNOWN] + [normalize(s) for d in helpcenter for s in sentences(d.text, 10**9)]
     for name, rule in _INJECTION_RULES.items():
