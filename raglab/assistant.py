@@ -17,21 +17,26 @@ from pathlib import Path
 from raglab import config, traces
 from raglab.bm25 import K1, B
 from raglab.chunking import ChunkSettings
-from raglab.corpora import DEFAULT_THRESHOLD, entry, threshold_for
+from raglab.calibration import calibrate, record
+from raglab.corpora import DEFAULT_THRESHOLD, entry, registered, threshold_for
 from raglab.corpus import PUBLIC
 from raglab.embeddings import Embedder
 from raglab.fusion import RRF_K
 from raglab.generate import (
+    CONTACT_NOTE,
     DEFAULT_BASE_URL,
     REFUSAL,
     ExtractiveGenerator,
+    InjectionDetector,
     OpenAIGenerator,
     Source,
     attribute,
     build_messages,
     check_citations,
     is_refusal,
+    omit_contacts,
     prompt_text,
+    trusted_contacts,
     ungrounded,
     whole_sentences,
 )
@@ -135,8 +140,9 @@ class Assistant:
             generation = self.generator.generate(question, sources, self.refusal)
             timings["generate"] = round((time.perf_counter() - t) * 1000, 2)
             raw = generation.text
+            detector = getattr(self.generator, "detector", None)
             prompt = prompt_text(build_messages(question, sources, self.refusal,
-                                                getattr(self.generator, "extra_instruction", None)))
+                                                getattr(self.generator, "extra_instruction", None), detector))
             t = time.perf_counter()
             text = raw
             if is_refusal(raw, self.refusal):
@@ -147,7 +153,10 @@ class Assistant:
                     attributed = True
                 check = check_citations(text, sources)
                 refused, reason = check.reason is not None, check.reason
-                if not refused and ungrounded(text, sources):
+                if not refused:    # a contact point only from an unflagged sentence of a cited source
+                    text, omitted = omit_contacts(text, trusted_contacts(check.valid, detector))
+                    text += f" {CONTACT_NOTE}" if omitted and CONTACT_NOTE not in text else ""
+                if not refused and ungrounded(text, sources, detector):
                     refused, reason = True, "unsupported-claim"
             timings["check"] = round((time.perf_counter() - t) * 1000, 2)
         final = self.refusal if refused else text
@@ -251,7 +260,23 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     retriever = Retriever(index, embedder, make_reranker(reranker, embedder), Levers.for_corpus(corpus))
     rerank = entry(corpus).rerank if reranker is None else True
     choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
-    gen = OpenAIGenerator() if choice == "openai" else ExtractiveGenerator(embedder)
+    detector = InjectionDetector(embedder)   # the rule and the learned layer, on every source sentence
+    gen = OpenAIGenerator(detector=detector) if choice == "openai" else ExtractiveGenerator(embedder, detector=detector)
+    signal = "rerank" if rerank else "dense"
+    assistant = Assistant(retriever, gen, threshold if threshold is not None else 0.0, attribution=attribution,
+                          rerank=rerank)
     if threshold is None:
-        threshold = threshold_for(corpus, profile, "rerank" if rerank else "dense")
-    return Assistant(retriever, gen, threshold, attribution=attribution, rerank=rerank)
+        assistant.threshold = (threshold_for(corpus, profile, signal) if registered(corpus)
+                               else folder_refusal(assistant, signal)["threshold"])
+    return assistant
+
+
+def folder_refusal(assistant: Assistant, signal: str) -> dict:
+    """The refusal record of a folder's index (``raglab.calibration``): read from its manifest, or
+    calibrated from the folder now and recorded there (again when the evidence signal changed)."""
+    index = assistant.retriever.index
+    refusal = index.manifest.get("refusal")
+    if not refusal or refusal.get("signal") != signal:
+        refusal = calibrate(index.chunks, lambda q: assistant.retrieve(q)[1]) | {"signal": signal}
+        record(index, refusal)
+    return refusal

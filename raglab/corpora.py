@@ -83,6 +83,16 @@ def entry(corpus: str) -> CorpusEntry:
     return REGISTRY.get(str(corpus), REGISTRY[DEFAULT])
 
 
+def registered(corpus: str) -> bool:
+    """Whether the registry's thresholds fit a corpus: a bundled one, or another version of the Python
+    docs; a folder of the user's own is calibrated from itself (``raglab.calibration``).
+
+    >>> registered("helpcenter"), registered("python-docs-3.12"), registered("my/folder")
+    (True, True, False)
+    """
+    return str(corpus) in REGISTRY or str(corpus).startswith("python-docs")
+
+
 def threshold_for(corpus: str, profile: str | None = None, signal: str | None = None) -> float:
     """The calibrated refusal threshold of a corpus for a profile and evidence signal (default: the
     corpus's own signal); the small profile's when none is recorded for the profile."""

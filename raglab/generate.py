@@ -21,7 +21,13 @@ import numpy as np
 
 from raglab import config
 from raglab.chunking import Chunk, find_headings
-from raglab.injection import instruction_like, normalize, visible_text  # noqa: F401 -- normalize re-exported
+from raglab.injection import (  # noqa: F401 -- normalize re-exported
+    InjectionDetector,
+    default_detector,
+    instruction_like,
+    normalize,
+    visible_text,
+)
 from raglab.text import MAX_SENTENCES, clean, paragraphs, sentence_spans, sentences
 
 REFUSAL = config.get("RAGLAB_REFUSAL")
@@ -130,17 +136,18 @@ def escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def render_sources(sources: list[Source]) -> str:
-    """The numbered sources, each in its own tag with its id; instruction-like sentences left out."""
-    return "\n".join(f'<doc n="{s.n}" id="{escape(s.chunk.id)}">\n{escape(visible_text(s.chunk.text))}\n</doc>'
+def render_sources(sources: list[Source], detector=None) -> str:
+    """The numbered sources, each in its own tag with its id; instruction-like sentences left out
+    (those the rule flags, or the ``detector``'s)."""
+    return "\n".join(f'<doc n="{s.n}" id="{escape(s.chunk.id)}">\n{escape(visible_text(s.chunk.text, detector))}\n</doc>'
                      for s in sources)
 
 
 def build_messages(question: str, sources: list[Source], refusal: str = REFUSAL,
-                   extra_instruction: str | None = None) -> list[dict]:
+                   extra_instruction: str | None = None, detector=None) -> list[dict]:
     """Chat messages: instructions first, then the sources, then the question."""
     system = INSTRUCTIONS.format(refusal=refusal) + (f"\n{extra_instruction}" if extra_instruction else "")
-    user = f"Sources:\n{render_sources(sources)}\n\nQuestion: {question}"
+    user = f"Sources:\n{render_sources(sources, detector)}\n\nQuestion: {question}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -246,13 +253,13 @@ def claims(text: str) -> list[tuple[tuple[str, str | None], str]]:
     return out
 
 
-def ungrounded(text: str, sources: list[Source]) -> list[str]:
+def ungrounded(text: str, sources: list[Source], detector=None) -> list[str]:
     """Numbers (with their units), codes, e-mail addresses, hosts and URLs in the answer (citations aside)
     that no source holds as a whole token: ``3 days`` is not in ``30 days``, ``55-01`` not in ``555-0199``.
 
     A model can only repeat such specifics from the sources; one that appears nowhere in them was
     invented or came from somewhere the user may not see. Instruction-like sentences, which no prompt
-    shows, do not count as sources.
+    shows, do not count as sources (the rule's, or the ``detector``'s).
 
     >>> from raglab.chunking import Chunk
     >>> c = Chunk("a.md#x", "a.md", ("A",), 0, 1, "Returns within 30 days. Call 555-0199.", "", ("public",), "words")
@@ -263,11 +270,66 @@ def ungrounded(text: str, sources: list[Source]) -> list[str]:
     """
     held = set()
     for s in sources:
-        for (token, unit), _ in claims(visible_text(s.chunk.text)):
+        for (token, unit), _ in claims(visible_text(s.chunk.text, detector)):
             held |= {(token, unit), (token, None)}
             if "://" in token:   # a URL's host may be named on its own
                 held.add((urlsplit(token).hostname or "", None))
     return [written for key, written in claims(_CITE.sub(" ", text)) if key not in held]
+
+
+# ---------------------------------------------------------------- contact points
+
+_CONTACT = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+"
+                      r"|\+?\d[\d ().-]{5,}\d")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+CONTACT_OMITTED = "(contact omitted)"   # no brackets: never read as a citation
+CONTACT_NOTE = ("(A contact detail was left out of this answer: it does not come from a source sentence that "
+                "answers the question and that nothing flagged.)")
+
+
+def contact_points(text: str) -> list[str]:
+    """E-mail addresses, URLs and phone, card or account numbers (seven digits or more) in a text.
+
+    >>> contact_points("Mail help@x.example or call +1 (888) 555-0199; see https://x.example/a. Order 12, 2024-01-15.")
+    ['help@x.example', '+1 (888) 555-0199', 'https://x.example/a']
+    """
+    out = []
+    for m in _CONTACT.finditer(text):
+        point = m.group().rstrip(".,;:!?'\")")
+        if point[0].isdigit() or point[0] == "+":
+            if sum(ch.isdigit() for ch in point) < 7 or _DATE.fullmatch(point.strip()):
+                continue
+        out.append(point)
+    return out
+
+
+def contact_key(point: str) -> str:
+    """What two spellings of one contact point share: the digits of a number, else the case-folded text.
+
+    >>> contact_key("+1 (888) 555-0199") == contact_key("+1 888 555 0199"), contact_key("Help@X.example")
+    (True, 'help@x.example')
+    """
+    if point[0].isdigit() or point[0] == "+":
+        return "".join(ch for ch in point if ch.isdigit())
+    return point.casefold().rstrip("/")
+
+
+def omit_contacts(text: str, trusted: set[str]) -> tuple[str, list[str]]:
+    """The text with every contact point whose ``contact_key`` is not in ``trusted`` replaced by
+    ``CONTACT_OMITTED``, and the points omitted.
+
+    >>> omit_contacts("Write to a@x.example or b@evil.example.", {"a@x.example"})
+    ('Write to a@x.example or (contact omitted).', ['b@evil.example'])
+    """
+    omitted = [p for p in contact_points(text) if contact_key(p) not in trusted]
+    for point in omitted:
+        text = text.replace(point, CONTACT_OMITTED)
+    return text, omitted
+
+
+def trusted_contacts(sources: list[Source], detector=None) -> set[str]:
+    """The contact points the unflagged sentences of these sources hold (``contact_key`` of each)."""
+    return {contact_key(p) for s in sources for p in contact_points(visible_text(s.chunk.text, detector))}
 
 
 def is_refusal(text: str, refusal: str = REFUSAL) -> bool:
@@ -482,7 +544,8 @@ class ExtractiveGenerator:
     question's terms (``overlap``, counting the API it sits under), plus ``top_bonus`` in the top-ranked
     source, minus ``code_penalty`` for code. No sentence with a cosine of ``floor`` or more: the refusal
     text. Otherwise up to ``max_sentences`` scoring ``floor`` or more are quoted in the sources' order
-    (``pick``: a question in parts gets the best sentence for each part). The defaults were chosen on
+    (``pick``: a question in parts gets the best sentence for each part); a quoted sentence whose own
+    cosine is under ``floor`` (picked for its words) has its contact points omitted, and the answer says so. The defaults were chosen on
     the dev split of the full docs' golden set (lexical 1.5 to 3 scored alike)."""
 
     name = "extractive"
@@ -490,13 +553,16 @@ class ExtractiveGenerator:
 
     def __init__(self, embedder, max_sentences: int = 3, top_sources: int = 3, floor: float = 0.5,
                  sentence_cap: int | None = MAX_SENTENCES, lexical: float = 2.0, top_bonus: float = 0.05,
-                 code_penalty: float = 0.1):
-        """``sentence_cap``: sentences read from each source (None: all, e.g. for whole pages)."""
+                 code_penalty: float = 0.1, detector: InjectionDetector | None = None):
+        """``sentence_cap``: sentences read from each source (None: all, e.g. for whole pages);
+        ``detector``: judges each candidate sentence (default: ``default_detector(embedder)``)."""
+        self.detector = detector or default_detector(embedder)
         self.embedder, self.max_sentences, self.top_sources, self.floor = embedder, max_sentences, top_sources, floor
         self.sentence_cap, self.lexical, self.top_bonus, self.code_penalty = sentence_cap, lexical, top_bonus, code_penalty
 
     def candidates(self, sources: list[Source]) -> list[Quotable]:
-        """The quotable sentences of the top sources: four words or more, each once, none instruction-like."""
+        """The quotable sentences of the top sources: four words or more, each once, none that the rule or
+        the detector flags."""
         seen: set[str] = set()  # overlapping chunks repeat sentences; injected instructions are never quoted
         api_ok: dict[str, bool] = {}   # nor named as an API
         out = []
@@ -508,7 +574,8 @@ class ExtractiveGenerator:
                     if q.api is not None and api_ok.setdefault(q.api, not instruction_like(q.api)) is False:
                         q = replace(q, api=None)
                     out.append(q)
-        return out
+        flags = self.detector.flags([q.plain for q in out])      # the learned layer: phrasings no rule lists
+        return [q for q, flag in zip(out, flags) if not flag]
 
     def scores(self, questions: list[str], candidates: list[Quotable], sources: list[Source]) -> tuple[np.ndarray, np.ndarray]:
         """``(cosine, score)`` of each candidate (columns) for each question (rows)."""
@@ -542,13 +609,17 @@ class ExtractiveGenerator:
             return Generation(refusal, self.name)
         by_n = {s.n: s for s in sources}
         with_api = asks_for_api(question)
-        quotes, last_api = [], None
+        quotes, last_api, omitted = [], None, []
         for i in sorted(order):  # keep the sources' own order
             c = candidates[i]
             api = c.api if with_api and c.api != last_api else None
-            quotes.append(self._quote(c, api, by_n[c.n]))
+            quote = self._quote(c, api, by_n[c.n])
+            if cos[:, i].max() < self.floor:   # picked for its words, not its meaning: its contact points stay out
+                quote, dropped = omit_contacts(quote, set())
+                omitted += dropped
+            quotes.append(quote)
             last_api = c.api if with_api else None
-        return Generation(f"{self.label} {' '.join(quotes)}", self.name)
+        return Generation(f"{self.label} {' '.join(quotes)}" + (f" {CONTACT_NOTE}" if omitted else ""), self.name)
 
     @staticmethod
     def _quote(c: Quotable, api: str | None, source: Source) -> str:
@@ -585,8 +656,10 @@ class OpenAIGenerator:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 3, max_tokens: int = 300, extra_instruction: str | None = None,
-                 extra_body: dict | None = None):
+                 extra_body: dict | None = None, detector: InjectionDetector | None = None):
+        """``detector``: what leaves a sentence out of the prompt (default: the rule alone)."""
         self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout)
+        self.detector = detector
         self.retries, self.max_tokens = retries, max_tokens
         self.extra_instruction, self.extra_body = extra_instruction, extra_body
         self.name = f"openai:{self.model}"
@@ -594,7 +667,7 @@ class OpenAIGenerator:
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
         import openai  # lazy: only with a model server
 
-        messages = build_messages(question, sources, refusal, self.extra_instruction)
+        messages = build_messages(question, sources, refusal, self.extra_instruction, self.detector)
         delay = 0.5
         for attempt in range(self.retries + 1):
             try:

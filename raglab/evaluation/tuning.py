@@ -11,7 +11,8 @@ no reranker) were chosen on the same dev split in the lab recorded in ``evals/fu
 from __future__ import annotations
 
 from raglab.assistant import build_assistant, choose_threshold
-from raglab.corpora import threshold_for
+from raglab.calibration import record
+from raglab.corpora import registered, threshold_for
 from raglab.corpus import load_corpus
 from raglab.evaluation.golden import Question, golden_file, load_golden, user_for
 
@@ -29,9 +30,11 @@ def evidence_strengths(assistant, questions: list[Question]) -> dict[str, float]
     return {q.id: assistant.retrieve(q.question, user_for(q))[1] for q in questions}
 
 
-def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=None) -> dict:
+def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=None, save: bool = False) -> dict:
     """Choose the refusal threshold of the corpus's default assistant on the tuning questions
-    (``choose_threshold``: Youden's J, lowest cut within 0.02 of the best)."""
+    (``choose_threshold``: Youden's J, lowest cut within 0.02 of the best). For a folder of the user's
+    own, ``registry`` is the threshold calibrated from the folder, and ``save`` records the choice in
+    its index manifest in its place (``raglab.calibration``)."""
     questions, basis = tuning_questions(corpus, profile, golden)
     assistant = build_assistant(corpus, profile)
     strength = evidence_strengths(assistant, questions)
@@ -39,15 +42,25 @@ def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=No
     unanswerable = [strength[q.id] for q in questions if q.type == "unanswerable"]
     threshold, j = choose_threshold(answerable, unanswerable)
     signal = "rerank" if assistant.rerank else "dense"
+    current = threshold_for(corpus, profile, signal) if registered(corpus) else assistant.threshold
+    if save:
+        if registered(corpus):
+            raise ValueError(f"{corpus!r} is a bundled corpus: its thresholds live in raglab/corpora.py, not in an index")
+        record(assistant.retriever.index, {"threshold": threshold, "signal": signal, "method": (
+            f"golden set {golden or golden_file(corpus, profile)}: Youden's J {round(j, 4)} on "
+            f"{len(questions)} {basis} questions")})
     return {"corpus": corpus, "profile": profile, "basis": basis, "signal": signal, "threshold": threshold,
-            "youden_j": round(j, 4), "registry": threshold_for(corpus, profile, signal),
+            "youden_j": round(j, 4), "registry": current, "saved": save,
             "questions": {q.id: q.type for q in questions}, "strength": {k: round(v, 6) for k, v in strength.items()}}
 
 
 def format_tuning(result: dict) -> str:
     """One line: the choice, what it was chosen on, and whether the registry holds it."""
     same = abs(result["threshold"] - result["registry"]) < 1e-4
-    return (f"{result['corpus']} ({result['profile']}): refusal threshold on the {result['signal']} signal "
+    line = (f"{result['corpus']} ({result['profile']}): refusal threshold on the {result['signal']} signal "
             f"{result['threshold']} (J = {result['youden_j']}) chosen on {len(result['questions'])} "
-            f"{result['basis']} questions; raglab.corpora holds {result['registry']}"
-            + ("" if same else "  <- differs: update raglab/corpora.py"))
+            f"{result['basis']} questions; ")
+    if not registered(result["corpus"]):
+        return line + (f"recorded in the folder's index in place of {result['registry']}" if result.get("saved")
+                       else f"the folder's index holds {result['registry']} (--save records this choice)")
+    return line + f"raglab.corpora holds {result['registry']}" + ("" if same else "  <- differs: update raglab/corpora.py")

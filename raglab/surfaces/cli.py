@@ -43,7 +43,7 @@ from raglab.corpus import (
     load_corpus,
     page_access,
 )
-from raglab.corpora import REGISTRY, entry
+from raglab.corpora import REGISTRY, entry, registered, threshold_for
 from raglab.course.artifacts import jsonable, save_json
 from raglab.course import grading
 from raglab.course.report import write_report
@@ -59,7 +59,7 @@ from raglab.evaluation.tuning import format_tuning, tune_threshold
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
 from raglab.files import atomic_open, write_jsonl
-from raglab.index import build_index
+from raglab.index import IndexNotReady, build_index
 from raglab.packaged_models import serve_forever
 from raglab.pg_index import sync_pgvector
 from raglab.rerank import make_reranker
@@ -86,8 +86,29 @@ def cmd_corpus_info(args) -> int:
              + " (each page's access: --json)"]
     lines += [f"settings   {path}: default_access {', '.join(s['default_access'])}"
               for path, s in stats["folder_settings"].items()]
+    stats["refusal"] = refusal_info(args.corpus, stats["profile"])
+    lines.append(f"refusal    {stats['refusal']['text']}")
     _emit(args, stats, lines)
     return 0
+
+
+def refusal_info(corpus: str, profile: str) -> dict:
+    """The refusal threshold the default assistant uses on a corpus, and how it was chosen."""
+    e = entry(corpus)
+    if registered(corpus):
+        t = threshold_for(corpus, profile)
+        return {"threshold": t, "signal": e.signal, "method": "raglab.corpora (chosen on the corpus's golden set)",
+                "text": f"below {t} ({e.signal} signal), chosen on the corpus's golden set (raglab/corpora.py)"}
+    strategy, prefix = e.chunking
+    try:
+        index = get_index(corpus, profile, ChunkSettings(strategy, prefix=prefix), Embedder(), build=False)
+    except IndexNotReady:
+        index = None
+    refusal = index.manifest.get("refusal") if index is not None else None
+    if not refusal:
+        return {"threshold": None, "text": "not calibrated yet: calibrated from the folder when its index is first "
+                                           "built by raglab ask, eval or serve"}
+    return refusal | {"text": f"below {refusal['threshold']} ({refusal['signal']} signal), {refusal['method']}"}
 
 
 def cmd_corpus_fetch(args) -> int:
@@ -213,7 +234,7 @@ def cmd_golden_check(args) -> int:
 
 def cmd_tune(args) -> int:
     """Choose the refusal threshold on the dev split (or in-sample on an unsplit set) and compare with the registry."""
-    result = tune_threshold(args.corpus, config.profile(args.profile), args.golden)
+    result = tune_threshold(args.corpus, config.profile(args.profile), args.golden, save=args.save)
     if args.out:
         with atomic_open(args.out) as fh:
             json.dump(result, fh, indent=2)
@@ -417,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(tune)
     tune.add_argument("--golden", help="golden set JSONL (default: the corpus's set for the profile)")
     tune.add_argument("--out", help="write the choice and every dev question's evidence strength as JSON")
+    tune.add_argument("--save", action="store_true",
+                      help="a folder of your own: record the choice in its index in place of the calibrated threshold")
     tune.set_defaults(func=cmd_tune)
 
     jd = sub.add_parser("judge", help="the answer judge's agreement with hand-labelled answers, and citation support's")

@@ -1,0 +1,104 @@
+"""Refusal on a folder the user brings: a threshold calibrated from the folder itself, without labels.
+
+The bundled corpora carry thresholds chosen on their golden sets (``raglab.corpora``). A folder of
+the user's own has no golden set, so its threshold is read off two score distributions, each the
+evidence strength the assistant would refuse on (the top dense cosine, minus 1 for a name no chunk
+contains):
+
+- **questions the folder answers**: a seeded sample of its own sentences (six to thirty words, one
+  from each of up to ``SAMPLE`` chunks), asked as questions. On the bundled corpora their scores lie
+  where real answerable questions' do (help center: 10th percentile 0.41 against 0.42; Python docs,
+  small profile: 0.37 against 0.50).
+- **questions it does not**: the questions of the bundled golden sets (Python docs and help center),
+  which are about something else (a set whose evidence pages are in the folder is left out).
+
+The threshold is ``max(P5(answered), P95(unrelated))``: the cut that keeps 95% of the folder's own
+questions answerable, raised if needed above nearly every unrelated question. It was chosen on the
+help center and the Python docs' small profile (both with their labels hidden from the rule), and
+measured on three folders written for it before it ran on them (``evals/folders``). On-topic
+questions the folder does not answer are left to the other gates: unknown names, and the extractive
+generator's sentence floor.
+
+The result is recorded in the index manifest (``refusal``: threshold, method, the two
+distributions' sizes and percentiles), shown by ``raglab corpus info``, and replaced by a student's
+golden set with ``raglab tune --golden FILE --corpus FOLDER --save`` (its dev split).
+"""
+from __future__ import annotations
+
+import json
+import random
+from typing import Callable
+
+import numpy as np
+
+from raglab import config
+from raglab.files import atomic_open
+from raglab.text import sentence_spans
+
+SAMPLE = 80                     # chunks a folder's own questions are drawn from
+SEED = 0
+ANSWERED_PERCENTILE = 5         # the share of the folder's own questions allowed under the threshold
+UNRELATED_PERCENTILE = 95       # the share of unrelated questions allowed under it
+UNRELATED_SETS = ("python_docs_golden.jsonl", "helpcenter_golden.jsonl")
+METHOD = (f"label-free: max(P{ANSWERED_PERCENTILE} of {SAMPLE} of the folder's own sentences asked as questions, "
+          f"P{UNRELATED_PERCENTILE} of the bundled golden sets' questions)")
+
+
+def own_questions(chunks, n: int = SAMPLE, seed: int = SEED) -> list[str]:
+    """One sentence of six to thirty words from each of up to ``n`` chunks (seeded), asked as a question."""
+    rng = random.Random(seed)
+    picked = rng.sample(list(chunks), min(n, len(chunks)))
+    out = []
+    for chunk in picked:
+        spans = [chunk.text[a:b] for a, b in sentence_spans(chunk.text)]
+        usable = [" ".join(s.split()) for s in spans if 6 <= len(s.split()) <= 30]
+        if usable:
+            out.append(rng.choice(usable))
+    return out
+
+
+def unrelated_questions(doc_ids: set[str] = frozenset()) -> list[str]:
+    """The questions of the bundled golden sets, except a set whose evidence pages are among ``doc_ids``
+    (the folder is that corpus, or holds some of it: its questions are not unrelated)."""
+    out = []
+    for name in UNRELATED_SETS:
+        path = config.PROJECT_ROOT / "evals" / name
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not any(e["doc"] in doc_ids for r in rows for e in r.get("evidence", [])):
+            out += [r["question"] for r in rows]
+    return out
+
+
+def label_free_threshold(answered: list[float], unrelated: list[float]) -> float:
+    """``max(P5(answered), P95(unrelated))``, rounded to four decimals.
+
+    >>> label_free_threshold([0.3, 0.5, 0.6, 0.7] * 5, [0.1, 0.2] * 10)
+    0.3
+    >>> label_free_threshold([0.3, 0.5, 0.6, 0.7] * 5, [0.1, 0.45] * 10)
+    0.45
+    """
+    return round(float(max(np.percentile(answered, ANSWERED_PERCENTILE), np.percentile(unrelated, UNRELATED_PERCENTILE))), 4)
+
+
+def calibrate(chunks, strength: Callable[[str], float]) -> dict:
+    """The refusal record for a folder: its threshold, how it was chosen, and the evidence behind it.
+    ``strength(question)`` is the assistant's evidence strength (``Assistant.retrieve(q)[1]``)."""
+    own = [strength(q) for q in own_questions(chunks)]
+    other = [strength(q) for q in unrelated_questions({c.doc for c in chunks})]
+    if not own:
+        raise ValueError("the folder has no sentence of six to thirty words to calibrate the refusal threshold on")
+
+    def summary(values):
+        return {"n": len(values), **{f"p{p}": round(float(np.percentile(values, p)), 4) for p in (5, 50, 95)}}
+
+    return {"threshold": label_free_threshold(own, other), "method": METHOD,
+            "answered": summary(own), "unrelated": summary(other)}
+
+
+def record(index, refusal: dict) -> None:
+    """Write ``refusal`` into the index's manifest (``manifest.json`` replaced atomically) and its copy in memory."""
+    index.manifest["refusal"] = refusal
+    path = getattr(index, "path", None)
+    if path is not None and (path / "manifest.json").exists():
+        with atomic_open(path / "manifest.json") as fh:
+            json.dump(index.manifest, fh, indent=2)

@@ -1,0 +1,48 @@
+"""Choose the learned injection detector's C and threshold on dev, and print what each choice gives.
+
+Dev is: the four suites in tests/data (85 injected sentences, every one written before some version of
+the rule; the detector was trained without them), the ordinary imperatives of tests/stages/test_injection.py,
+and the Python-docs sentences of the training half that the training sample did not take (false
+positives). The other half of the docs, the help center and the fresh suites in evals/injection/ are
+never read here: they are where the frozen detector is measured.
+
+    python scripts/injection_dev.py
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from raglab.config import PROJECT_ROOT
+from raglab.corpus import load_corpus
+from raglab.injection import RESOURCES, InjectionDetector, instruction_like, train_half
+from raglab.text import sentences
+
+SUITES = ("injections", "injections_heldout", "injections_heldout2", "injections_heldout3")
+
+
+def main() -> None:
+    suites = {n: [json.loads(x)["text"] for x in (PROJECT_ROOT / "tests" / "data" / f"{n}.jsonl").read_text().splitlines()
+                  if x.strip()] for n in SUITES}
+    trained = {json.loads(x)["text"] for x in (RESOURCES / "docs_negatives.jsonl").read_text().splitlines()}
+    docs = [s for d in load_corpus("python-docs", "full") if train_half(d.id)
+            for s in sentences(d.text, limit=10**9) if s not in trained]
+    print(f"dev: {sum(map(len, suites.values()))} injected sentences in {len(suites)} suites; "
+          f"{len(docs)} Python-docs sentences of the training half not trained on")
+    for c in (1.0, 4.0):
+        det = InjectionDetector(c=c)
+        probs = {n: det.probabilities(s) for n, s in suites.items()}
+        rule = {n: np.array([bool(instruction_like(t)) for t in s]) for n, s in suites.items()}
+        doc_p = det.probabilities(docs)
+        for t in (0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8):
+            caught = " ".join(f"{n[11:] or 'suite'} {int(((probs[n] >= t) | rule[n]).sum())}/{len(s)}"
+                              for n, s in suites.items())
+            alone = sum(int((probs[n] >= t).sum()) for n in suites)
+            fp = int((doc_p >= t).sum())
+            print(f"C={c:<5} threshold {t:<5} rule or learned: {caught}; learned alone {alone}/85; "
+                  f"docs false positives {fp} ({fp / len(docs):.3%})")
+
+
+if __name__ == "__main__":
+    main()
