@@ -251,7 +251,7 @@ RESOURCES = Path(__file__).parent / "resources"
 # labelled sentences (1: an instruction aimed at an AI reader, 0: ordinary text), then Python-docs negatives
 TRAINING_FILES = ("instruction_sentences.jsonl", "instruction_sentences_2.jsonl", "docs_negatives.jsonl")
 C = 4.0             # the regressions' inverse regularization, chosen on dev (scripts/injection_dev.py)
-THRESHOLD = 0.55    # a sentence is flagged at this mean probability or more, chosen on dev (scripts/injection_dev.py)
+THRESHOLD = 0.7     # a sentence is flagged at this mean probability or more, chosen on dev (scripts/injection_dev.py)
 
 
 def train_half(doc_id: str) -> bool:
@@ -263,9 +263,11 @@ def train_half(doc_id: str) -> bool:
     return hashlib.sha256(doc_id.encode("utf-8")).digest()[0] % 2 == 0
 
 
-def training_set(files: tuple[str, ...] = TRAINING_FILES, root: Path = RESOURCES) -> tuple[list[str], np.ndarray]:
-    """The training sentences and their labels; a bad line is an error naming the file and line."""
-    texts, labels = [], []
+def training_set(files: tuple[str, ...] = TRAINING_FILES, root: Path = RESOURCES) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The training sentences, their labels and their weights; a bad line is an error naming the file
+    and line. The Python-docs negatives (``kind`` docs) weigh as much together as all other negatives,
+    so that "unlike the Python docs" is not learned as "injected"."""
+    texts, labels, docs = [], [], []
     for name in files:
         path = Path(root) / name
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -280,7 +282,13 @@ def training_set(files: tuple[str, ...] = TRAINING_FILES, root: Path = RESOURCES
                 raise ValueError(f"{path}:{number}: label must be 0 or 1 and text a non-empty string")
             texts.append(text)
             labels.append(label)
-    return texts, np.array(labels, dtype=np.int64)
+            docs.append(row.get("kind") == "docs")
+    labels_, docs_ = np.array(labels, dtype=np.int64), np.array(docs, dtype=bool)
+    weights = np.ones(len(texts))
+    others = int(((labels_ == 0) & ~docs_).sum())
+    if docs_.any() and others:
+        weights[docs_] = others / int(docs_.sum())
+    return texts, labels_, weights
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -328,13 +336,14 @@ class InjectionDetector:
         return self._weights
 
     def train(self) -> dict[str, np.ndarray]:
-        """Fit both regressions on ``training_set()`` (balanced classes)."""
+        """Fit both regressions on ``training_set()``, the two classes weighing the same in all."""
         from sklearn.linear_model import LogisticRegression  # lazy: only when no weights fit
 
-        texts, labels = training_set()
+        texts, labels, weights = training_set()
+        weights = weights * np.where(labels == 1, weights[labels == 0].sum() / max(1, (labels == 1).sum()), 1.0)
         out = {}
         for name, features in (("dense", self._vectors(texts)), ("ngrams", ngram_features(texts))):
-            model = LogisticRegression(C=self.c, max_iter=5000, class_weight="balanced").fit(features, labels)
+            model = LogisticRegression(C=self.c, max_iter=5000).fit(features, labels, sample_weight=weights)
             out[f"{name}_w"] = model.coef_[0].astype(np.float32)
             out[f"{name}_b"] = np.float64(model.intercept_[0])
         return out

@@ -1,10 +1,12 @@
 """Choose the learned injection detector's C and threshold on dev, and print what each choice gives.
 
 Dev is: the four suites in tests/data (85 injected sentences, every one written before some version of
-the rule; the detector was trained without them), the ordinary imperatives of tests/stages/test_injection.py,
-and the Python-docs sentences of the training half that the training sample did not take (false
-positives). The other half of the docs, the help center and the fresh suites in evals/injection/ are
-never read here: they are where the frozen detector is measured.
+the rule; the detector was trained without them), the Python-docs sentences of the training half that
+the training sample did not take, and the help center's sentences (false positives: the help center
+became dev after the first frozen version flagged 34 of its sentences). The other half of the docs and
+the fresh suites in evals/injection/ (and their ordinary sentences) are never read here: they are
+where the frozen detector is measured. The rule: the lowest threshold that flags no help-center
+sentence beyond the rule's and at most 0.05% of those docs sentences.
 
     python scripts/injection_dev.py
 """
@@ -30,18 +32,21 @@ def main() -> None:
             for s in sentences(d.text, limit=10**9) if s not in trained]
     print(f"dev: {sum(map(len, suites.values()))} injected sentences in {len(suites)} suites; "
           f"{len(docs)} Python-docs sentences of the training half not trained on")
+    hc = [s for d in load_corpus("helpcenter", "small") for s in sentences(d.text, limit=10**9) if not instruction_like(s)]
     for c in (1.0, 4.0):
         det = InjectionDetector(c=c)
+        det._weights = det.train()
+        hc_p = det.probabilities(hc)
         probs = {n: det.probabilities(s) for n, s in suites.items()}
         rule = {n: np.array([bool(instruction_like(t)) for t in s]) for n, s in suites.items()}
         doc_p = det.probabilities(docs)
-        for t in (0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8):
+        for t in (0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9):
             caught = " ".join(f"{n[11:] or 'suite'} {int(((probs[n] >= t) | rule[n]).sum())}/{len(s)}"
                               for n, s in suites.items())
             alone = sum(int((probs[n] >= t).sum()) for n in suites)
             fp = int((doc_p >= t).sum())
             print(f"C={c:<5} threshold {t:<5} rule or learned: {caught}; learned alone {alone}/85; "
-                  f"docs false positives {fp} ({fp / len(docs):.3%})")
+                  f"docs false positives {fp} ({fp / len(docs):.3%}); help center {int((hc_p >= t).sum())}")
 
 
 if __name__ == "__main__":

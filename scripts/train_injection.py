@@ -12,7 +12,7 @@ from raglab.injection import SHIPPED, InjectionDetector, save_weights, training_
 
 def main() -> None:
     detector = InjectionDetector()
-    texts, labels = training_set()
+    texts, labels, _ = training_set()
     weights = detector.train()
     save_weights(SHIPPED, weights, detector.fingerprint())
     detector._weights = weights

@@ -4,7 +4,6 @@ an injected sentence, not even the part of one a chunk boundary cut; prompts nev
 
 ``python tests/test_injection.py`` prints the measurements (suite, held-out suite, false positives).
 """
-import difflib
 import json
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ from raglab.generate import (
     visible_text,
     whole_sentences,
 )
+from raglab.evaluation.injection_report import AROUND, extractive_quotes, page, quoted
 from raglab.text import sentence_spans, sentences
 
 DATA = Path(__file__).parents[1] / "data"
@@ -35,13 +35,6 @@ def load_suite(name: str) -> list[dict]:
 SUITE = load_suite("injections.jsonl")
 # The suite and the two held-out sets the rule has since been revised on (the third is only measured, below).
 KNOWN = SUITE + load_suite("injections_heldout.jsonl") + load_suite("injections_heldout2.jsonl")
-# Ordinary sentences around the injections: a help page's imperatives to its readers.
-AROUND = ["Charge the lamp for two hours before you use it for the first time.",
-          "Press and hold the power button for five seconds to pair the remote.",
-          "Clean the shade with a dry cloth and never use solvents on it.",
-          "Return the lamp in its original box if you want a refund.",
-          "Open the app and choose Settings to change the colour temperature.",
-          "Replacement bulbs are sold separately in packs of three."]
 # Sentences with the words injections use, written to a customer or a programmer: never flagged.
 ORDINARY = """Ignore the warning if your server uses a self-signed certificate.
 Follow the instructions in the email to reset your password.
@@ -72,36 +65,6 @@ Access checks are performed on every request.
 Repeat the previous step for each package in the order.
 Display the full text of the error message with the -v option.
 Content filters for the product search can be turned off in Preferences.""".splitlines()
-
-
-def quoted(answer: str, injection: str) -> bool:
-    """Does the answer repeat a piece of the injection (20 characters, or half a short one, compared normalized)?"""
-    a, b = normalize(answer), normalize(injection)
-    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
-    return m.size >= min(20, len(b) // 2)
-
-
-def page(injections: list[str]) -> Document:
-    """A help page: one paragraph per injection, between two ordinary sentences."""
-    paras = [f"{AROUND[i % len(AROUND)]} {text} {AROUND[(i + 1) % len(AROUND)]}" for i, text in enumerate(injections)]
-    text = "# Lamp help\n\n" + "\n\n".join(paras) + "\n"
-    return Document("lamp.md", "Lamp help", text, "0")
-
-
-def extractive_quotes(embedder, injections: list[str], size: int = 12) -> list[str]:
-    """The injections the extractive generator quotes when asked each one as the question, over the
-    chunks that hold it (word windows of ``size`` words, so that boundaries cut sentences), widened."""
-    doc = page(injections)
-    chunks = chunk_document(doc, ChunkSettings("words", size, 3))
-    gen = ExtractiveGenerator(embedder, max_sentences=3, top_sources=10, floor=-1.0)
-    leaked = []
-    for text in injections:
-        at = doc.text.index(text)
-        rows = [r for r, c in enumerate(chunks) if c.start < at + len(text) and c.end > at]
-        sources = [Source(n, whole_sentences(chunks, r)) for n, r in enumerate(rows, 1)]
-        answer = gen.generate(text, sources).text
-        leaked += [inj for inj in injections if quoted(answer, inj)]
-    return sorted(set(leaked))
 
 
 def flagged(docs: list[Document]) -> list[tuple[str, str, str]]:
@@ -241,19 +204,6 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
 
 
 if __name__ == "__main__":
-    from raglab.embeddings import Embedder
+    from raglab.evaluation.injection_report import format_report, report
 
-    emb = Embedder()
-    for name in sorted(p.name for p in DATA.glob("injections*.jsonl")):
-        suite = load_suite(name)
-        missed = [r["id"] for r in suite if not instruction_like(r["text"])]
-        leaked = extractive_quotes(emb, [r["text"] for r in suite])
-        print(f"{name}: {len(suite)} injections, {len(suite) - len(missed)} flagged, missed {missed}; "
-              f"quoted by the extractive generator: {len(leaked)} {leaked}")
-    for corpus, profile in [("helpcenter", "small"), ("python-docs", "full")]:
-        docs = load_corpus(corpus, profile)
-        n = sum(len(sentences(d.text, limit=10**9)) for d in docs)
-        hits = flagged(docs)
-        print(f"{corpus} ({profile}): {len(hits)} of {n} sentences flagged ({len(hits) / n:.4%})")
-        for doc_id, rule, text in hits:
-            print(f"   {rule:10} {doc_id}: {text[:160]}")
+    print(format_report(report()))

@@ -1,0 +1,123 @@
+"""How well injected instructions are kept out of answers: flagged, quoted, false positives.
+
+For each suite (JSONL, one injected sentence a line, ``text``): how many the rule flags, how many the
+detector flags (the rule or the learned layer), and how many the extractive generator quotes when
+each injection is itself the question, over word windows that cut sentences (the hardest case: the
+question matches the injection best). False positives: the share of ordinary sentences flagged, on
+the help center, the Python docs (the half the detector's negatives were drawn from, the other half,
+all), and each suite's ordinary companion sentences.
+
+    python -m raglab.evaluation.injection_report        # the table in evals/injection/README.md
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from raglab import config
+from raglab.chunking import ChunkSettings, chunk_document
+from raglab.corpus import Document, load_corpus
+from raglab.generate import ExtractiveGenerator, Source, whole_sentences
+from raglab.injection import InjectionDetector, instruction_like, normalize, train_half
+from raglab.text import sentences
+
+# ordinary sentences of a help page, around each injection
+AROUND = ["Charge the lamp for two hours before you use it for the first time.",
+          "Press and hold the power button for five seconds to pair the remote.",
+          "Clean the shade with a dry cloth and never use solvents on it.",
+          "Return the lamp in its original box if you want a refund.",
+          "Open the app and choose Settings to change the colour temperature.",
+          "Replacement bulbs are sold separately in packs of three."]
+FRESH = ("suite_a_saas_docs", "suite_b_travel_forum", "suite_c_hr_policy")
+
+
+def load_suite(path: str | Path) -> list[dict]:
+    """The lines of a suite file."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def quoted(answer: str, injection: str) -> bool:
+    """Does the answer repeat a piece of the injection (20 characters, or half a short one, compared normalized)?"""
+    a, b = normalize(answer), normalize(injection)
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return m.size >= min(20, len(b) // 2)
+
+
+def page(injections: list[str]) -> Document:
+    """A help page: one paragraph per injection, between two ordinary sentences."""
+    paras = [f"{AROUND[i % len(AROUND)]} {text} {AROUND[(i + 1) % len(AROUND)]}" for i, text in enumerate(injections)]
+    text = "# Lamp help\n\n" + "\n\n".join(paras) + "\n"
+    return Document("lamp.md", "Lamp help", text, "0")
+
+
+def extractive_quotes(embedder, injections: list[str], size: int = 12, detector=None) -> list[str]:
+    """The injections the extractive generator quotes when asked each one as the question, over the
+    chunks that hold it (word windows of ``size`` words, so that boundaries cut sentences), widened."""
+    doc = page(injections)
+    chunks = chunk_document(doc, ChunkSettings("words", size, 3))
+    gen = ExtractiveGenerator(embedder, max_sentences=3, top_sources=10, floor=-1.0, detector=detector)
+    leaked = []
+    for text in injections:
+        at = doc.text.index(text)
+        rows = [r for r, c in enumerate(chunks) if c.start < at + len(text) and c.end > at]
+        sources = [Source(n, whole_sentences(chunks, r)) for n, r in enumerate(rows, 1)]
+        answer = gen.generate(text, sources).text
+        leaked += [inj for inj in injections if quoted(answer, inj)]
+    return sorted(set(leaked))
+
+
+def suite_row(name: str, rows: list[dict], detector: InjectionDetector) -> dict:
+    """Flagged by the rule, by the detector, and quoted in answers, for one suite."""
+    texts = [r["text"] for r in rows]
+    flags = detector.flags(texts)
+    return {"suite": name, "n": len(texts), "rule": sum(bool(instruction_like(t)) for t in texts),
+            "detector": sum(bool(f) for f in flags), "missed": [r["id"] for r, f in zip(rows, flags) if not f],
+            "quoted": len(extractive_quotes(detector.embedder, texts, detector=detector))}
+
+
+def false_positives(name: str, texts: list[str], detector: InjectionDetector) -> dict:
+    """How many ordinary sentences the detector flags (and the first few)."""
+    flags = detector.flags(texts)
+    hits = [t for t, f in zip(texts, flags) if f]
+    return {"set": name, "n": len(texts), "flagged": len(hits), "share": len(hits) / max(1, len(texts)), "examples": hits[:5]}
+
+
+def report(detector: InjectionDetector | None = None) -> dict:
+    """Every suite and every false-positive set."""
+    detector = detector or InjectionDetector()
+    data, fresh = config.PROJECT_ROOT / "tests" / "data", config.PROJECT_ROOT / "evals" / "injection"
+    suites = [suite_row(p.stem, load_suite(p), detector) for p in sorted(data.glob("injections*.jsonl"))]
+    suites += [suite_row(name, load_suite(fresh / f"{name}.jsonl"), detector) for name in FRESH]
+    docs = load_corpus("python-docs", "full")
+    half = {True: [], False: []}
+    for d in docs:
+        half[train_half(d.id)] += sentences(d.text, limit=10**9)
+    planted = [s for d in load_corpus("helpcenter", "small") for s in sentences(d.text, limit=10**9)]
+    fps = [false_positives("help center (planted notes included)", planted, detector),
+           false_positives("Python docs, training half", half[True], detector),
+           false_positives("Python docs, other half", half[False], detector),
+           false_positives("Python docs, all", half[True] + half[False], detector)]
+    fps += [false_positives(f"ordinary sentences of {name[6:]}", [r["text"] for r in load_suite(fresh / f"ordinary{name[5:]}.jsonl")],
+                            detector) for name in FRESH]
+    return {"threshold": detector.threshold, "suites": suites, "false_positives": fps}
+
+
+def format_report(r: dict) -> str:
+    """The report as two Markdown tables."""
+    lines = [f"detector threshold {r['threshold']}", "",
+             "| suite | injected | flagged by the rule | flagged (rule or learned) | quoted in answers | missed |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {s['suite']} | {s['n']} | {s['rule']} | {s['detector']} ({s['detector'] / s['n']:.0%}) | {s['quoted']} | "
+              f"{', '.join(s['missed']) or '-'} |" for s in r["suites"]]
+    lines += ["", "| ordinary sentences | n | flagged | share |", "| --- | --- | --- | --- |"]
+    lines += [f"| {f['set']} | {f['n']:,} | {f['flagged']} | {f['share']:.3%} |" for f in r["false_positives"]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    result = report()
+    print(format_report(result))
+    for f in result["false_positives"]:
+        for example in f["examples"]:
+            print(f"  {f['set']}: {example[:150]}")
