@@ -23,7 +23,6 @@ from raglab.corpus import PUBLIC
 from raglab.embeddings import Embedder
 from raglab.fusion import RRF_K
 from raglab.generate import (
-    CONTACT_NOTE,
     DEFAULT_BASE_URL,
     REFUSAL,
     ExtractiveGenerator,
@@ -34,9 +33,8 @@ from raglab.generate import (
     build_messages,
     check_citations,
     is_refusal,
-    omit_contacts,
+    omit_untrusted_contacts,
     prompt_text,
-    trusted_contacts,
     ungrounded,
     whole_sentences,
 )
@@ -154,8 +152,7 @@ class Assistant:
                 check = check_citations(text, sources)
                 refused, reason = check.reason is not None, check.reason
                 if not refused:    # a contact point only from an unflagged sentence of a cited source
-                    text, omitted = omit_contacts(text, trusted_contacts(check.valid, detector))
-                    text += f" {CONTACT_NOTE}" if omitted and CONTACT_NOTE not in text else ""
+                    text = omit_untrusted_contacts(text, sources, check.valid, detector)
                 if not refused and ungrounded(text, sources, detector):
                     refused, reason = True, "unsupported-claim"
             timings["check"] = round((time.perf_counter() - t) * 1000, 2)

@@ -127,12 +127,18 @@ def test_a_phishing_note_in_a_folder_never_reaches_an_answer(tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_the_detector_flags_no_sentence_of_the_help_center_but_its_planted_notes(helpcenter):
+    """Every sentence that overlaps the quoted text of the two planted notes is flagged, and no other."""
+    import re
+
+    from raglab.text import sentence_spans
+
     detector = InjectionDetector()
-    flagged = []
     for d in helpcenter:
-        texts = [d.text[a:b] for a, b in __import__("raglab.text", fromlist=["x"]).sentence_spans(d.text)]
-        flagged += [(d.id, t) for t, f in zip(texts, detector.flags(texts)) if f]
-    assert len(flagged) == 2 and all("previous instructions" in t for _, t in flagged), flagged
+        items = [m.span(1) for m in re.finditer(r'(?m)^- "(.*)"', d.text) if re.search(r"previous instructions", m.group(), re.I)]
+        spans = sentence_spans(d.text)
+        flags = detector.flags([d.text[a:b] for a, b in spans])
+        for (a, b), flag in zip(spans, flags):
+            assert bool(flag) == any(a < e and b > s for s, e in items), (d.id, d.text[a:b])
 
 
 @pytest.mark.slow

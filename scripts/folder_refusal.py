@@ -1,0 +1,55 @@
+"""Refusal on folders nobody tuned for: each folder in evals/folders, with the threshold calibrated from
+the folder itself (raglab.calibration) and with the Python docs' small-profile threshold a folder got
+before, answerable questions answered and unanswerable ones refused (the extractive assistant).
+
+    python scripts/folder_refusal.py [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from raglab.assistant import build_assistant
+from raglab.config import PROJECT_ROOT
+from raglab.corpora import threshold_for
+from raglab.evaluation.golden import load_golden, user_for
+from raglab.files import atomic_open
+
+
+def measure(folder, threshold: float | None) -> dict:
+    """Answered and refused counts for one folder at one threshold (None: calibrated)."""
+    assistant = build_assistant(str(folder / "pages"), "small", generator="extractive", threshold=threshold)
+    questions = load_golden(folder / "questions.jsonl", None)
+    answers = {q.id: assistant.ask(q.question, user_for(q)) for q in questions}
+    answerable = [q for q in questions if q.type != "unanswerable"]
+    unanswerable = [q for q in questions if q.type == "unanswerable"]
+    return {"threshold": assistant.threshold,
+            "answered": sum(not answers[q.id].refused for q in answerable), "answerable": len(answerable),
+            "refused": sum(answers[q.id].refused for q in unanswerable), "unanswerable": len(unanswerable),
+            "reasons": {q.id: answers[q.id].reason for q in questions if answers[q.id].refused},
+            "strength": {q.id: answers[q.id].evidence for q in questions}}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", help="write every number as JSON")
+    args = p.parse_args()
+    before = threshold_for("python-docs", "small", "dense")
+    out = {}
+    print("| folder | threshold (calibrated) | answerable answered | unanswerable refused | "
+          f"at the Python docs' {before}: answered | refused |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for folder in sorted((PROJECT_ROOT / "evals" / "folders").glob("*/questions.jsonl")):
+        folder = folder.parent
+        cal, old = measure(folder, None), measure(folder, before)
+        out[folder.name] = {"calibrated": cal, "python-docs threshold": old}
+        print(f"| {folder.name} | {cal['threshold']} | {cal['answered']}/{cal['answerable']} | "
+              f"{cal['refused']}/{cal['unanswerable']} | {old['answered']}/{old['answerable']} | "
+              f"{old['refused']}/{old['unanswerable']} |")
+    if args.json:
+        with atomic_open(args.json) as fh:
+            json.dump(out, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
