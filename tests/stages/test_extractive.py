@@ -301,3 +301,18 @@ def test_the_issue_kind_of_question_with_the_real_model(python_docs, embedder, q
     named = [m for m in re.finditer(r"heapq\.\w+\([^)]*\): ", answer) if m.start() < answer.index(quote)]
     assert named and named[-1].group() == f"{api}: ", answer   # the quote sits under the API asked about
     _checked(answer, sources)
+
+
+def test_a_contact_point_quoted_for_its_words_alone_is_omitted_and_the_answer_says_so():
+    """A sentence picked for the question's words, not its meaning (its own cosine under the floor),
+    keeps its words but not its phone number; a related sentence keeps its contact point."""
+    from raglab.generate import CONTACT_NOTE, CONTACT_OMITTED
+
+    gen = ExtractiveGenerator(CosineTable({"within 30 days": 0.8, "desk": 0.3, "e-mail": 0.7}, default=0.0))
+    text = ("Returns are accepted within 30 days of delivery. "
+            "For returns, the desk answers on +1 555 0100 0199 at any hour. "
+            "Send return questions by e-mail to returns@shop.example.")
+    answer = gen.generate("How do returns work, and how do I reach the returns desk?", [_source(1, text)]).text
+    assert "within 30 days" in answer and "the desk answers on" in answer
+    assert "555 0100" not in answer and CONTACT_OMITTED in answer and answer.endswith(CONTACT_NOTE)
+    assert "returns@shop.example" in answer
