@@ -22,11 +22,11 @@ from raglab.corpora import DEFAULT_THRESHOLD, entry, registered, threshold_for
 from raglab.corpus import PUBLIC
 from raglab.embeddings import Embedder
 from raglab.fusion import RRF_K
+from raglab.injection import InjectionDetector
 from raglab.generate import (
     DEFAULT_BASE_URL,
     REFUSAL,
     ExtractiveGenerator,
-    InjectionDetector,
     OpenAIGenerator,
     Source,
     attribute,

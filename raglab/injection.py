@@ -20,6 +20,7 @@ prints the numbers).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -257,8 +258,10 @@ THRESHOLD = 0.7     # a sentence is flagged at this mean probability or more, ch
 def train_half(doc_id: str) -> bool:
     """Whether a Python-docs page may give training negatives: the first byte of sha256(id) is even.
 
-    >>> train_half("library/json.txt") != train_half("library/os.txt") or True
-    True
+    >>> hashlib.sha256(b"tutorial/index.txt").digest()[0] % 2, train_half("tutorial/index.txt")
+    (0, True)
+    >>> hashlib.sha256(b"library/json.txt").digest()[0] % 2, train_half("library/json.txt")
+    (1, False)
     """
     return hashlib.sha256(doc_id.encode("utf-8")).digest()[0] % 2 == 0
 
@@ -307,21 +310,21 @@ class InjectionDetector:
     ``<work dir>/cache/injection-<hash>.npz``.
     """
 
+    MEMO = 50_000    # sentences whose flag is remembered: an answer judges its sources' sentences several times
+
     def __init__(self, embedder=None, threshold: float = THRESHOLD, c: float = C):
         embedder = embedder if embedder is not None else Embedder()
         self.embedder, self.threshold, self.c = embedder, threshold, c
         self._weights: dict[str, np.ndarray] | None = None
+        self._memo: dict[str, str | None] = {}
 
     def _vectors(self, sentences: list[str]) -> np.ndarray:
         return self.embedder.encode([normalize(s) or s for s in sentences], progress=False)
 
     def fingerprint(self) -> str:
         """What the weights depend on: the training files, the model, ``C`` and the n-gram hashing."""
-        digest = hashlib.sha256()
-        for name in TRAINING_FILES:
-            digest.update(hashlib.sha256((RESOURCES / name).read_bytes()).digest())
-        digest.update(f"{self.embedder.model_id}|{self.c}|{HASH_BITS}|{NGRAMS}".encode())
-        return digest.hexdigest()[:16]
+        settings = f"{self.embedder.model_id}|{self.c}|{HASH_BITS}|{NGRAMS}".encode()
+        return hashlib.sha256(_file_digests(TRAINING_FILES) + settings).hexdigest()[:16]
 
     @property
     def weights(self) -> dict[str, np.ndarray]:
@@ -358,13 +361,25 @@ class InjectionDetector:
         return (_sigmoid(dense) + _sigmoid(np.asarray(ngrams).ravel())) / 2
 
     def flags(self, sentences: list[str]) -> list[str | None]:
-        """For each sentence: the rule it breaks, ``"learned"``, or None."""
-        rules = [instruction_like(s) for s in sentences]
+        """For each sentence: the rule it breaks, ``"learned"``, or None (remembered per sentence)."""
+        known = {s: self._memo[s] for s in sentences if s in self._memo}
+        new = [s for s in dict.fromkeys(sentences) if s not in known]
+        rules = [instruction_like(s) for s in new]
         rest = [i for i, r in enumerate(rules) if r is None]
-        for i, p in zip(rest, self.probabilities([sentences[i] for i in rest])):
+        for i, p in zip(rest, self.probabilities([new[i] for i in rest]) if rest else []):
             if p >= self.threshold:
                 rules[i] = "learned"
-        return rules
+        known.update(zip(new, rules))
+        if len(self._memo) + len(new) > self.MEMO:
+            self._memo.clear()
+        self._memo.update(zip(new, rules))
+        return [known[s] for s in sentences]
+
+
+@functools.lru_cache(maxsize=4)
+def _file_digests(files: tuple[str, ...]) -> bytes:
+    """The sha256 digests of the training files, one after the other (read once per process)."""
+    return b"".join(hashlib.sha256((RESOURCES / name).read_bytes()).digest() for name in files)
 
 
 HASH_BITS = 18                                  # each n-gram family hashed into 2**18 columns
@@ -399,8 +414,9 @@ def default_detector(embedder):
     return InjectionDetector(embedder) if isinstance(embedder, Embedder) else RuleOnly()
 
 
+@functools.lru_cache(maxsize=8)
 def _load_weights(path: Path, key: str) -> dict[str, np.ndarray] | None:
-    """The weights saved at ``path`` if they were trained for ``key``, else None."""
+    """The weights saved at ``path`` if they were trained for ``key``, else None (read once per process)."""
     try:
         with np.load(path) as saved:
             if str(saved["key"]) != key:

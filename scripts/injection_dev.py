@@ -18,6 +18,7 @@ import numpy as np
 
 from raglab.config import PROJECT_ROOT
 from raglab.corpus import load_corpus
+from raglab.evaluation.injection_report import load_suite
 from raglab.injection import RESOURCES, InjectionDetector, instruction_like, train_half
 from raglab.text import sentences
 
@@ -25,8 +26,7 @@ SUITES = ("injections", "injections_heldout", "injections_heldout2", "injections
 
 
 def main() -> None:
-    suites = {n: [json.loads(x)["text"] for x in (PROJECT_ROOT / "tests" / "data" / f"{n}.jsonl").read_text().splitlines()
-                  if x.strip()] for n in SUITES}
+    suites = {n: [r["text"] for r in load_suite(PROJECT_ROOT / "tests" / "data" / f"{n}.jsonl")] for n in SUITES}
     trained = {json.loads(x)["text"] for x in (RESOURCES / "docs_negatives.jsonl").read_text().splitlines()}
     docs = [s for d in load_corpus("python-docs", "full") if train_half(d.id)
             for s in sentences(d.text, limit=10**9) if s not in trained]

@@ -136,11 +136,15 @@ class FakeModel:
         return 8
 
     def tokenizer(self, texts, truncation=False, padding=False, max_length=None, return_tensors=None):
+        import torch
+
         ids = [[1] * (max_length if padding == "max_length" else len(t.split()) + 2) for t in texts]
-        return {"input_ids": __import__("torch").tensor(ids) if return_tensors else ids}
+        return {"input_ids": torch.tensor(ids) if return_tensors else ids}
 
     def __call__(self, features):
-        return {"sentence_embedding": __import__("torch").ones(len(features["input_ids"]), 8)}
+        import torch
+
+        return {"sentence_embedding": torch.ones(len(features["input_ids"]), 8)}
 
 
 def test_models_never_share_cache_entries(cache, monkeypatch):
