@@ -28,6 +28,9 @@ from raglab.corpus import Document
 from raglab.packaged_models import MINILM_MAX_TOKENS, minilm_path
 from raglab.text import blank_rules, clean, paragraphs, sentence_ends
 
+# bumped whenever the same settings cut a text differently (2: a short word such as "it." ends a sentence),
+# so that an index cut by an older chunker is refused with its rebuild command
+CHUNKER_VERSION = 2
 STRATEGIES = ("words", "chars", "large", "headings")
 DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30)}
 UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words"}

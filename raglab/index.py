@@ -17,7 +17,7 @@ import numpy as np
 
 from raglab import config
 from raglab.bm25 import BM25
-from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
+from raglab.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus
 from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
 from raglab.embeddings import PADDING_RULE, Embedder, resolve_precision
 from raglab.files import (
@@ -101,10 +101,10 @@ def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_
     s = settings.resolved()
     chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
     corpus_hash = corpus_stats(docs)["sha256"]
-    parts = [MANIFEST_VERSION, corpus, profile, corpus_hash, chunking, model_id, kind, precision, PADDING_RULE]
+    parts = [MANIFEST_VERSION, corpus, profile, corpus_hash, chunking, CHUNKER_VERSION, model_id, kind, precision, PADDING_RULE]
     key = json.dumps(parts, sort_keys=True)
     return {"format": MANIFEST_VERSION, "corpus": corpus, "profile": profile, "corpus_sha256": corpus_hash,
-            "chunking": chunking, "model": model_id, "precision": precision, "padding": PADDING_RULE, "kind": kind,
+            "chunking": chunking, "chunker": CHUNKER_VERSION, "model": model_id, "precision": precision, "padding": PADDING_RULE, "kind": kind,
             "folder_settings": folder_settings(docs), "version_id": hashlib.sha256(key.encode()).hexdigest()[:12]}
 
 
@@ -202,11 +202,12 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
     if manifest_precision(manifest) != precision:
         raise IndexNotReady(f"index at {path} was embedded in {manifest_precision(manifest)}, not {precision}: "
                             f"rebuild it with `{hint}`")
-    keys = ("format", "corpus", "profile", "chunking", "model", "kind") + (() if allow_stale else ("corpus_sha256",))
+    keys = ("format", "corpus", "profile", "chunking", "chunker", "model", "kind") + (() if allow_stale else ("corpus_sha256",))
     for key in keys:
         if manifest.get(key) != want[key]:
-            what = "the corpus has changed since" if key == "corpus_sha256" else f"{key} is {manifest.get(key)!r}, not {want[key]!r}:"
-            raise IndexNotReady(f"index at {path} does not match: {what} it was built; rebuild it with `{hint}`")
+            what = ("the corpus has changed since it was built" if key == "corpus_sha256"
+                    else f"its {key} is {manifest.get(key)!r}, not {want[key]!r}")
+            raise IndexNotReady(f"index at {path} does not match: {what}; rebuild it with `{hint}`")
     chunks = _read(path, "chunks.jsonl", hint, lambda p: [Chunk.from_dict(r) for r in read_jsonl(p)])
     dense = _read(path, "dense.faiss", hint, lambda p: FaissStore.load(p, kind))
     bm25 = _read(path, "bm25.npz", hint, BM25.load)

@@ -69,7 +69,7 @@ class PgIndex:
 
 
 def _manifest_keys(manifest: dict) -> dict:
-    return {k: manifest[k] for k in ("corpus", "profile", "chunking", "model", "kind")}
+    return {k: manifest.get(k) for k in ("corpus", "profile", "chunking", "chunker", "model", "kind")}
 
 
 def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),

@@ -86,6 +86,7 @@ _NAME_LIKE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"      # dotted: reques
                         r"|\w*_\w*"                                # snake_case: process_cpu_count
                         r"|[A-Za-z_]\w*(?=\()"                      # called: cuda()
                         r"|\w*[a-z][A-Z]\w*|[A-Z]{2,}[a-z]\w*"     # camelCase / PascalCase / HTTPAdapter
+                        r"|\b[A-Z]{3,}\b"                          # an acronym or a product in capitals: MATLAB
                         r"|\w*[A-Za-z]\d\w*|\w*\d[A-Za-z]\w*"     # letters and digits: boto3, S3
                         r"|(?<=[a-z,;:] )[A-Z][a-z]+")              # Capitalized inside a sentence: Flask
 
@@ -109,9 +110,21 @@ def unknown_names(question: str, vocab: Container[str]) -> list[str]:
     """
     out = []
     for name in name_like(question):
-        if name not in vocab and name.rsplit(".", 1)[-1] not in vocab:
+        last = name.rsplit(".", 1)[-1]
+        if not any(form in vocab for form in (name, last, *_singular(last))):
             out.append(name)
     return out
+
+
+def _singular(word: str) -> list[str]:
+    """The forms a plural name may have in the singular: ``Saturdays`` -> ``saturday``, ``boxes`` -> ``box``.
+
+    >>> _singular("saturdays"), _singular("boxes"), _singular("os")
+    (['saturday'], ['boxe', 'box'], [])
+    """
+    if len(word) < 4 or not word.endswith("s") or word.endswith("ss"):
+        return []
+    return [word[:-1]] + ([word[:-2]] if word.endswith("es") else [])
 
 
 def dense_evidence(top_cosine: float, unknown: list[str]) -> float:

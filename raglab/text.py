@@ -10,6 +10,9 @@ _RULE = re.compile(r"[=\-*~^]{4,}")          # the course's cleaning: reST under
 _SENT_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
 
 
+_LIST_ITEM = re.compile(r"^[ \t]*((?:[-*+]|\d{1,2}[.)]|#\.)[ \t])", re.M)   # a list item's line
+
+
 _ABBREV = {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "approx.", "fig.", "al."}
 
 
@@ -36,13 +39,18 @@ def sentence_ends(text: str) -> list[int]:
 
     >>> sentence_ends("It works, e.g. here. Next one! Done")
     [20, 30]
+
+    A list label (``a.``, ``12.``, ``(b)``) is not an end; a short word is (``Try it. Then``):
+
+    >>> sentence_ends("See a. Then b. Do it. Now 2. Later")
+    [21]
     """
     ends = []
     for m in _SENT_END.finditer(text):
         word_start = text.rfind(" ", 0, m.start()) + 1
         word_start = max(word_start, text.rfind("\n", 0, m.start()) + 1)
         word = text[word_start:m.end()].lower().strip("\"')]")
-        if word in _ABBREV or re.fullmatch(r"\(?[0-9a-z]{1,2}[.)]", word):
+        if word in _ABBREV or re.fullmatch(r"\(?(?:[0-9]{1,2}|[a-z])[.)]", word):
             continue
         nxt = re.compile(r"\s*(\S)").match(text, m.end())
         if nxt and nxt.group(1).islower():
@@ -72,14 +80,18 @@ MAX_SENTENCES = 24
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence: paragraphs cut at sentence ends, blanks trimmed.
+    """``(start, end)`` of each sentence: paragraphs cut at sentence ends and before each list item
+    (a line starting ``-``, ``*``, ``+``, ``1.`` or ``#.``), blanks trimmed.
 
     >>> sentence_spans("First one. Second one.\\n\\nThird")
     [(0, 10), (11, 22), (24, 29)]
+    >>> [text[a:b] for text in ["Limits:\\n- up to 8 mm\\n- no more than 12 hours"] for a, b in sentence_spans(text)]
+    ['Limits:', '- up to 8 mm', '- no more than 12 hours']
     """
     spans = []
     for a, b in paragraphs(text, 0, len(text)):
-        cuts = [a] + [a + e for e in sentence_ends(text[a:b])] + [b]
+        items = [a + m.start(1) for m in _LIST_ITEM.finditer(text[a:b]) if m.start(1) > 0]
+        cuts = sorted({a, *items, *(a + e for e in sentence_ends(text[a:b])), b})
         for s, e in zip(cuts, cuts[1:]):
             piece = text[s:e]
             if piece.strip():

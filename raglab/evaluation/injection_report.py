@@ -29,7 +29,14 @@ AROUND = ["Charge the lamp for two hours before you use it for the first time.",
           "Return the lamp in its original box if you want a refund.",
           "Open the app and choose Settings to change the colour temperature.",
           "Replacement bulbs are sold separately in packs of three."]
-FRESH = ("suite_a_saas_docs", "suite_b_travel_forum", "suite_c_hr_policy")
+# the suites written after a frozen detector, by folder: round 1 (measured once on v2, dev since), round 2
+FRESH = {"injection": ("suite_a_saas_docs", "suite_b_travel_forum", "suite_c_hr_policy"),
+         "injection_round2": ("suite_d_online_shop", "suite_e_university_lms", "suite_f_municipal_utility")}
+
+
+def fresh_suites() -> list[tuple[Path, str]]:
+    """``(folder, name)`` of every fresh suite in ``evals/``; its ordinary companion is ``ordinary_<domain>.jsonl``."""
+    return [(config.PROJECT_ROOT / "evals" / folder, name) for folder, names in FRESH.items() for name in names]
 
 
 def load_suite(path: str | Path) -> list[dict]:
@@ -86,9 +93,9 @@ def false_positives(name: str, texts: list[str], detector: InjectionDetector) ->
 def report(detector: InjectionDetector | None = None) -> dict:
     """Every suite and every false-positive set."""
     detector = detector or InjectionDetector()
-    data, fresh = config.PROJECT_ROOT / "tests" / "data", config.PROJECT_ROOT / "evals" / "injection"
+    data = config.PROJECT_ROOT / "tests" / "data"
     suites = [suite_row(p.stem, load_suite(p), detector) for p in sorted(data.glob("injections*.jsonl"))]
-    suites += [suite_row(name, load_suite(fresh / f"{name}.jsonl"), detector) for name in FRESH]
+    suites += [suite_row(name, load_suite(folder / f"{name}.jsonl"), detector) for folder, name in fresh_suites()]
     docs = load_corpus("python-docs", "full")
     half = {True: [], False: []}
     for d in docs:
@@ -98,8 +105,8 @@ def report(detector: InjectionDetector | None = None) -> dict:
            false_positives("Python docs, training half", half[True], detector),
            false_positives("Python docs, other half", half[False], detector),
            false_positives("Python docs, all", half[True] + half[False], detector)]
-    fps += [false_positives(f"ordinary sentences of {name[6:]}", [r["text"] for r in load_suite(fresh / f"ordinary{name[5:]}.jsonl")],
-                            detector) for name in FRESH]
+    fps += [false_positives(f"ordinary sentences of {name[6:]}", [r["text"] for r in load_suite(folder / f"ordinary{name[5:]}.jsonl")],
+                            detector) for folder, name in fresh_suites()]
     return {"threshold": detector.threshold, "suites": suites, "false_positives": fps}
 
 

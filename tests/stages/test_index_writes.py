@@ -231,3 +231,19 @@ def test_every_file_and_the_folder_are_synced_before_the_switch(folder, root, mo
     synced = {e[1] for e in events[:switch] if e[0] == "sync"}
     assert {f"{tmp}/{name}" for name in ("chunks.jsonl", "dense.faiss", "bm25.npz", "manifest.json")} | {tmp} <= synced
     assert ("sync", str(root)) in events[switch:]
+
+
+def test_an_index_cut_by_an_older_chunker_is_refused_with_its_rebuild_command(folder, root):
+    import json
+
+    from raglab.chunking import CHUNKER_VERSION
+
+    index = build(folder, root)
+    manifest = json.loads((index.path / "manifest.json").read_text())
+    assert manifest["chunker"] == CHUNKER_VERSION
+    del manifest["chunker"]                      # as an index written before the chunker was versioned
+    (index.path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexNotReady, match=rf"does not match: its chunker is None, not {CHUNKER_VERSION}; rebuild it with `(RAGLAB_EMBED_PRECISION=float32 )?raglab index --corpus "):
+        load(folder, root)
+    build(folder, root)
+    assert usable(load(folder, root))

@@ -78,6 +78,10 @@ def test_names_a_question_uses_and_which_are_unknown():
     assert unknown_names("Can I use pandas.read_csv or the PYTHON_GIL variable with HTTPAdapter?", vocab) == \
            ["pandas.read_csv", "python_gil", "httpadapter"]
     assert unknown_names("How do I sort a list?", vocab) == []
+    # a product in capitals is a name; a plural is known when its singular is
+    assert unknown_names("Which versions of MATLAB and CSV work?", vocab) == ["matlab"]
+    assert unknown_names("Is it open on Saturdays, like the other Boxes?", {"saturday", "box"}) == []
+    assert unknown_names("Do the Classes differ?", {"class"}) == []
     assert dense_evidence(0.7, []) == 0.7 and dense_evidence(0.7, ["boto3"]) < 0
 
 

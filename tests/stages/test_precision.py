@@ -142,5 +142,5 @@ def test_an_index_from_before_the_padding_rule_is_rebuilt(folder, tmp_path, monk
     manifest = json.loads(manifest_file.read_text())
     del manifest["precision"], manifest["padding"]
     manifest_file.write_text(json.dumps(manifest | {"format": 2}))
-    with pytest.raises(IndexNotReady, match="format is 2, not 3: it was built; rebuild it with `.*raglab index"):
+    with pytest.raises(IndexNotReady, match="its format is 2, not 3; rebuild it with `.*raglab index"):
         load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root, precision="float32")
