@@ -53,11 +53,12 @@ class CorpusEntry:
 
 
 # How each default was chosen (README "Quality on the whole docs", evals/full_docs_lab.md):
-# - python-docs: everything on the dev split of evals/python_docs_full.jsonl (49 questions) over the
+# - python-docs: everything on the dev split of evals/python_docs_full.jsonl (its first 49 questions) over the
 #   full docs: heading-aware chunks with the contextual prefix, hybrid RRF 20 + 20, BM25 plus the page
 #   title at weight 0.5, release notes (whatsnew/) demoted x0.5 unless the question asks about
-#   versions, no reranker; refuse below a top dense cosine of 0.4883 or when the question names
-#   something no chunk contains (dev J = 0.976). `raglab tune` recomputes the thresholds (dev only);
+#   versions, no reranker; refuse below a top dense cosine of 0.5004 or when the question names
+#   something no chunk contains (re-tuned on the 158 dev questions of both batches: J = 0.747; the
+#   first batch's 49 gave 0.4883, J = 0.976). `raglab tune` recomputes the thresholds (dev only);
 #   tests/evaluation/test_tuning.py checks that these values are what it chooses. The small
 #   profile's thresholds are chosen on its 36 questions, the same ones it reports (in-sample).
 #   The `rerank` thresholds belong to the course's milestone set-up (words 150/30 + the sentence
@@ -69,7 +70,7 @@ REGISTRY: dict[str, CorpusEntry] = {e.name: e for e in (
                 golden={"small": "python_docs_golden.jsonl", "full": "python_docs_full.jsonl"},
                 chunking=("headings", True), rerank=False, title_weight=0.5, demote=("whatsnew/",),
                 demote_factor=0.5,
-                thresholds={"dense": {"full": 0.4883, "small": 0.4462}, "rerank": {"small": 0.607}}),
+                thresholds={"dense": {"full": 0.5004, "small": 0.4462}, "rerank": {"small": 0.607}}),
     CorpusEntry("helpcenter", "data/helpcenter (Markdown, some pages premium)",
                 golden={"small": "helpcenter_golden.jsonl"},
                 chunking=("headings", True), thresholds={"rerank": {"small": 0.669}}),

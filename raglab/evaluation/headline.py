@@ -145,13 +145,15 @@ def headline_table(report: dict, split: str = "test") -> str:
 
 def difference_table(report: dict) -> str:
     """Default − course baseline (hybrid), per metric, on dev and on test."""
-    lines = ["| metric | target (test) | " + " | ".join(f"default − baseline, {s}" for s in SPLITS) + " |",
-             "|---|---|" + "---|" * len(SPLITS)]
+    lines = ["| metric | target (test) | " + " | ".join(f"default − baseline, {s}" for s in SPLITS)
+             + " | detectable on test (80% power) |", "|---|---|" + "---|" * (len(SPLITS) + 1)]
     for m in RETRIEVAL:
         cells = []
         for s in SPLITS:
             d = report["vs_baseline"][s].get(m)
             cells.append(paired_text(d) if d else "")
+        mde = report["vs_baseline"]["test"].get(m, {}).get("mde")
+        cells.append(f"±{mde:.3f}" if mde is not None else "")
         lines.append(f"| {LABELS[m]} | {report['targets'].get(m, '')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
