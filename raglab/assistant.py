@@ -28,7 +28,7 @@ from raglab.generate import (
     REFUSAL,
     ExtractiveGenerator,
     OpenAIGenerator,
-    Source,
+
     attribute,
     build_messages,
     check_citations,
@@ -36,7 +36,7 @@ from raglab.generate import (
     omit_untrusted_contacts,
     prompt_text,
     ungrounded,
-    whole_sentences,
+    source_at,
 )
 from raglab.rerank import dense_evidence, evidence_strength, make_reranker, unknown_names
 from raglab.retrieval import CANDIDATES, Levers, Retriever, get_index
@@ -127,7 +127,7 @@ class Assistant:
         timings["rerank"] = self.retriever.timings_ms.get("rerank", 0.0)
         index = self.retriever.index
         # each source widened to whole sentences of its document: nothing is judged or quoted from a cut edge
-        sources = [Source(n, whole_sentences(index.chunks, index.row_of[h.id])) for n, h in enumerate(hits, 1)]
+        sources = [source_at(n, index.chunks, index.row_of[h.id]) for n, h in enumerate(hits, 1)]
         retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
         prompt, raw, attributed = None, "", False
         check = None

@@ -69,7 +69,7 @@ class PgIndex:
 
 
 def _manifest_keys(manifest: dict) -> dict:
-    return {k: manifest.get(k) for k in ("corpus", "profile", "chunking", "chunker", "model", "kind")}
+    return {k: manifest.get(k) for k in ("corpus", "profile", "chunking", "model", "kind")}
 
 
 def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
@@ -89,8 +89,9 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     if recorded and _manifest_keys(json.loads(recorded)) != _manifest_keys(manifest):
         raise IndexNotReady(f"table {store.table} was built with other settings ({recorded}); drop it or use other settings")
     hashes = store.doc_hashes()
-    if recorded and manifest_precision(json.loads(recorded)) != manifest["precision"]:
-        hashes = dict.fromkeys(hashes, "")   # embedded in another precision: every page is re-embedded
+    if recorded and (manifest_precision(json.loads(recorded)) != manifest["precision"]
+                     or json.loads(recorded).get("chunker") != manifest["chunker"]):
+        hashes = dict.fromkeys(hashes, "")   # embedded in another precision, or cut by another chunker: every page again
     changes = document_changes(hashes, {d.id: d.fingerprint for d in docs})
     todo = {d.id: d for d in docs if d.id in set(changes["added"]) | set(changes["updated"])}
     hits = misses = 0
@@ -141,6 +142,9 @@ def load_pg_index(corpus: str = "python-docs", profile: str | None = None, setti
                             f"now {want['format']}; page access is now part of each page's hash): update it with `{hint}`")
     if _manifest_keys(manifest) != _manifest_keys(want):
         raise IndexNotReady(f"table {store.table} does not match these settings: rebuild it with `{hint}`")
+    if manifest.get("chunker") != want["chunker"]:
+        raise IndexNotReady(f"table {store.table} was cut by chunker {manifest.get('chunker')}, not {want['chunker']}: "
+                            f"update it with `{hint}`")
     if manifest_precision(manifest) != want["precision"]:
         raise IndexNotReady(f"table {store.table} was embedded in {manifest_precision(manifest)}, not {want['precision']}: "
                             f"update it with `{hint}`")

@@ -18,7 +18,7 @@ from pathlib import Path
 from raglab import config
 from raglab.chunking import ChunkSettings, chunk_document
 from raglab.corpus import Document, load_corpus
-from raglab.generate import ExtractiveGenerator, Source, whole_sentences
+from raglab.generate import ExtractiveGenerator, source_at
 from raglab.injection import InjectionDetector, instruction_like, normalize, train_half
 from raglab.text import sentences
 
@@ -68,7 +68,7 @@ def extractive_quotes(embedder, injections: list[str], size: int = 12, detector=
     for text in injections:
         at = doc.text.index(text)
         rows = [r for r, c in enumerate(chunks) if c.start < at + len(text) and c.end > at]
-        sources = [Source(n, whole_sentences(chunks, r)) for n, r in enumerate(rows, 1)]
+        sources = [source_at(n, chunks, r) for n, r in enumerate(rows, 1)]
         answer = gen.generate(text, sources).text
         leaked += [inj for inj in injections if quoted(answer, inj)]
     return sorted(set(leaked))

@@ -63,7 +63,7 @@ from raglab.generate import (
     Source,
     build_messages,
     render_sources,
-    whole_sentences,
+    source_at,
 )
 from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
 from raglab.records import Hit
@@ -325,7 +325,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
         index = base.retriever.index
 
         def rag_sources(answer):
-            return [Source(i, whole_sentences(index.chunks, index.row_of[r["id"]])) for i, r in enumerate(answer.retrieved, 1)]
+            return [source_at(i, index.chunks, index.row_of[r["id"]]) for i, r in enumerate(answer.retrieved, 1)]
 
         def lc_sources(answer):
             return [Source(i, c) for i, c in enumerate(packer.index.chunks, 1)]
@@ -338,7 +338,7 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
             for q in questions:   # retrieval caches for both arms, and (extractive) every sentence either arm quotes from
                 hits = base.retriever.search(q.question, base.mode, base.k, user_for(q))
                 if generator == "extractive":
-                    gen.generate(q.question, [Source(i, whole_sentences(index.chunks, index.row_of[h.id]))
+                    gen.generate(q.question, [source_at(i, index.chunks, index.row_of[h.id])
                                               for i, h in enumerate(hits, 1)])
                     packer.search(q.question, user=user_for(q))
                     gen.generate(q.question, lc_sources(None))
