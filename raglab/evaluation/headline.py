@@ -184,11 +184,16 @@ def headline_frame(report: dict, split: str = "test"):
 
 
 def difference_frame(report: dict):
-    """Default − course baseline (hybrid) per retrieval metric, dev and test side by side."""
+    """Default − course baseline (hybrid) per retrieval metric, dev and test side by side, and the
+    smallest difference the test split detects with 80% power (when the report records it)."""
     import pandas as pd  # lazy: pandas is for notebooks
 
-    return pd.DataFrame({split: {LABELS[m]: paired_text(d) for m, d in report["vs_baseline"][split].items()}
-                         for split in SPLITS})
+    frame = pd.DataFrame({split: {LABELS[m]: paired_text(d) for m, d in report["vs_baseline"][split].items()}
+                          for split in SPLITS})
+    mde = {LABELS[m]: f"±{d['mde']:.3f}" for m, d in report["vs_baseline"]["test"].items() if "mde" in d}
+    if mde:
+        frame["detectable on test"] = pd.Series(mde)
+    return frame
 
 
 def summary_for_report(report: dict) -> dict:

@@ -141,3 +141,26 @@ def test_a_build_killed_midway_leaves_the_previous_index_usable(store, crash_at,
     final = get_index(str(folder), "small", settings, embedder, store=store, build=False)
     expected = chunk_corpus(load_corpus(str(folder)), settings)
     assert sorted(c.id for c in final.chunks) == sorted(c.id for c in expected)
+
+
+def test_a_pgvector_table_cut_by_an_older_chunker_is_refused_then_recut_on_sync(folder, embedder, request):
+    """A table whose manifest predates the chunker's version (or names another) is refused on load with
+    its update command, and the next sync cuts and stores every page again."""
+    from raglab.chunking import CHUNKER_VERSION
+    from raglab.index import IndexNotReady
+    from raglab.pg_index import load_pg_index
+
+    url = request.getfixturevalue("pg_url")
+    settings = ChunkSettings("words", 60, 10)
+    first = get_index(str(folder), "small", settings, embedder, store="pgvector")
+    manifest = json.loads(first.store.get_meta("manifest"))
+    assert manifest["chunker"] == CHUNKER_VERSION
+    del manifest["chunker"]
+    first.store.set_meta("manifest", json.dumps(manifest))
+    with pytest.raises(IndexNotReady, match=rf"cut by chunker None, not {CHUNKER_VERSION}: update it with `raglab index"):
+        load_pg_index(str(folder), "small", settings, embedder.model_id, url=url, precision=embedder.precision)
+    again = get_index(str(folder), "small", settings, embedder, store="pgvector")
+    assert again.report["updated"] == len(load_corpus(str(folder))) and again.report["added"] == 0
+    assert json.loads(again.store.get_meta("manifest"))["chunker"] == CHUNKER_VERSION
+    assert len(load_pg_index(str(folder), "small", settings, embedder.model_id, url=url,
+                             precision=embedder.precision).chunks) == len(first.chunks)
