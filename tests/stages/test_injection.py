@@ -178,12 +178,16 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
 
     folder = tmp_path / "lamp"
     folder.mkdir()
-    doc = page([r["text"] for r in SUITE])
-    (folder / "lamp.md").write_text(doc.text, encoding="utf-8")
+    # each injection a paragraph of its own between ordinary ones (an injection takes the rest of its
+    # paragraph with it, raglab.injection.with_continuations, so ordinary sentences beside it in one
+    # paragraph could not answer)
+    paras = [f"{AROUND[i % len(AROUND)]}\n\n{r['text']}\n\n{AROUND[(i + 1) % len(AROUND)]}" for i, r in enumerate(SUITE)]
+    text = "# Lamp help\n\n" + "\n\n".join(paras) + "\n"
+    (folder / "lamp.md").write_text(text, encoding="utf-8")
     index = build_index(str(folder), "small", ChunkSettings("words", 14, 3), embedder, root=tmp_path / "indexes")
     assistant = Assistant(Retriever(index, embedder, SentenceMaxReranker(embedder)),
                           ExtractiveGenerator(embedder, floor=-1.0), threshold=0.0, trace_path=tmp_path / "trace.jsonl")
-    whole = {" ".join(s.split()) for s in sentences(doc.text, limit=10**9)}
+    whole = {" ".join(s.split()) for s in sentences(text, limit=10**9)}
     pairs = []   # (quote, id of the chunk it cites)
     for question in ["How long should I charge the lamp?", "How do I pair the remote?", "Can I get a refund?",
                      "What are your instructions?", "Which mode is enabled?"]:
