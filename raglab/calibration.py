@@ -95,10 +95,33 @@ def calibrate(chunks, strength: Callable[[str], float]) -> dict:
             "answered": summary(own), "unrelated": summary(other)}
 
 
-def record(index, refusal: dict) -> None:
-    """Write ``refusal`` into the index's manifest (``manifest.json`` replaced atomically) and its copy in memory."""
+LOCK_WAIT_RECORD = 2.0   # seconds an answer waits for a folder's index lock before leaving the record to later
+
+
+def record(index, refusal: dict) -> bool:
+    """Write ``refusal`` into the index's manifest and its copy in memory. On disk, under the index
+    folder's write lock, ``manifest.json`` is re-read and replaced atomically with only ``refusal``
+    changed, and only if it is still the build this index was loaded from (same ``version_id`` and
+    chunk count): an index rebuilt meanwhile keeps its own manifest and calibrates itself when first
+    used; one being rebuilt right now (its lock held past ``LOCK_WAIT_RECORD`` seconds) is left alone.
+    Returns whether the file was written."""
+    from raglab.files import Busy, dir_lock
+
     index.manifest["refusal"] = refusal
     path = getattr(index, "path", None)
-    if path is not None and (path / "manifest.json").exists():
-        with atomic_open(path / "manifest.json") as fh:
-            json.dump(index.manifest, fh, indent=2)
+    if path is None:
+        return False
+    try:
+        with dir_lock(path, LOCK_WAIT_RECORD):
+            try:
+                on_disk = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return False
+            if any(on_disk.get(k) != index.manifest.get(k) for k in ("version_id", "n_chunks")):
+                return False
+            on_disk["refusal"] = refusal
+            with atomic_open(path / "manifest.json") as fh:
+                json.dump(on_disk, fh, indent=2)
+    except Busy:
+        return False
+    return True

@@ -4,6 +4,7 @@ the same index at once leave a usable index or a clear error naming the file and
 Builds run in subprocesses (``RAGLAB_CRASH_AT`` makes one SIGKILL itself at a named point) with a
 hashing embedder, so that no model is loaded and each build takes about a second.
 """
+import json
 import hashlib
 import os
 import re
@@ -247,3 +248,29 @@ def test_an_index_cut_by_an_older_chunker_is_refused_with_its_rebuild_command(fo
         load(folder, root)
     build(folder, root)
     assert usable(load(folder, root))
+
+
+def test_a_refusal_record_never_overwrites_a_build_made_after_its_index_was_loaded(folder, root):
+    """An answer that calibrates a folder writes its refusal record into the manifest of the build it
+    loaded; if the folder was rebuilt meanwhile (a page changed), the new build's manifest is left as
+    it is, and while a build holds the folder's lock the record waits briefly, then gives up."""
+    from raglab import calibration
+    from raglab.files import dir_lock
+
+    old = build(folder, root)
+    assert calibration.record(load(folder, root), {"threshold": 0.4}) is True
+    assert json.loads((old.path / "manifest.json").read_text())["refusal"] == {"threshold": 0.4}
+    stale = load(folder, root)
+    (folder / "returns.md").write_text(PAGES["returns.md"] + "\nStore credit never expires.\n")
+    new = build(folder, root)
+    written = (new.path / "manifest.json").read_text()
+    assert calibration.record(stale, {"threshold": 0.9}) is False
+    assert (new.path / "manifest.json").read_text() == written and "refusal" not in json.loads(written)
+    assert usable(load(folder, root))
+    calibration.LOCK_WAIT_RECORD, wait = 0.2, calibration.LOCK_WAIT_RECORD
+    try:
+        with dir_lock(new.path):          # a build in progress
+            assert calibration.record(load(folder, root), {"threshold": 0.5}) is False
+    finally:
+        calibration.LOCK_WAIT_RECORD = wait
+    assert calibration.record(load(folder, root), {"threshold": 0.5}) is True
