@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from raglab import config
-from raglab.files import atomic_open
+from raglab.files import Busy, atomic_open, dir_lock
 from raglab.text import sentence_spans
 
 SAMPLE = 80                     # chunks a folder's own questions are drawn from
@@ -105,8 +105,6 @@ def record(index, refusal: dict) -> bool:
     chunk count): an index rebuilt meanwhile keeps its own manifest and calibrates itself when first
     used; one being rebuilt right now (its lock held past ``LOCK_WAIT_RECORD`` seconds) is left alone.
     Returns whether the file was written."""
-    from raglab.files import Busy, dir_lock
-
     index.manifest["refusal"] = refusal
     path = getattr(index, "path", None)
     if path is None:
