@@ -453,11 +453,12 @@ def parts(sentence: str, min_words: int = 4) -> list[str]:
     """
     pieces = [p.strip() for p in _PART_END.split(sentence) if len(p.split()) >= min_words]
     pieces = pieces if len(pieces) > 1 else []
-    for piece in pieces or [sentence]:             # a long piece: also windows of WINDOW words, half overlapping
+    windows = []                                   # a long piece: also windows of WINDOW words, half overlapping
+    for piece in pieces or [sentence]:
         words = piece.split()
         if len(words) > 2 * WINDOW:
-            pieces += [" ".join(words[i:i + WINDOW]) for i in range(0, len(words) - WINDOW // 2, WINDOW // 2)]
-    return pieces
+            windows += [" ".join(words[i:i + WINDOW]) for i in range(0, len(words) - WINDOW // 2, WINDOW // 2)]
+    return pieces + windows
 
 
 @functools.lru_cache(maxsize=4)
