@@ -13,6 +13,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from raglab import config, traces
 from raglab.bm25 import K1, B
@@ -97,13 +98,15 @@ class Assistant:
 
     def __init__(self, retriever, generator, threshold: float = DEFAULT_THRESHOLD, k: int = 5,
                  refusal: str = REFUSAL, attribution: bool = False, trace_path: str | Path | None = None,
-                 rerank: bool = True):
+                 rerank: bool = True, citation_check: Callable[[str, int], list] | None = None):
         if rerank and retriever.reranker is None:
             raise ValueError("a reranking assistant needs a reranker (its top score is the evidence strength): "
                              "pass reranker= to Retriever, or rerank=False")
         self.retriever, self.generator, self.rerank = retriever, generator, rerank
         self.threshold, self.k, self.refusal, self.attribution = threshold, k, refusal, attribution
         self.trace_path = Path(trace_path) if trace_path else config.work_dir() / "traces" / "asks.jsonl"
+        # a learner's citation check (text, number of sources -> the forged numbers), in place of the rule's
+        self.citation_check = citation_check
 
     @property
     def mode(self) -> str:
@@ -149,7 +152,7 @@ class Assistant:
                 if self.attribution and not check_citations(raw, sources).valid:
                     text, _ = attribute(raw, sources, self.retriever.embedder)
                     attributed = True
-                check = check_citations(text, sources)
+                check = check_citations(text, sources, self.citation_check)
                 refused, reason = check.reason is not None, check.reason
                 if not refused:    # a contact point only from an unflagged sentence of a cited source
                     text = omit_untrusted_contacts(text, sources, check.valid, detector)

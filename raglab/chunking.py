@@ -22,7 +22,7 @@ import bisect
 import functools
 import re
 from dataclasses import asdict, dataclass, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 from raglab.corpus import Document
 from raglab.packaged_models import MINILM_MAX_TOKENS, minilm_path
@@ -185,6 +185,11 @@ def heading_at(sections: list[Section], offset: int) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- spans
 
+def word_positions(text: str) -> list[tuple[int, int]]:
+    """Where each of a page's words is: whitespace-separated, after underline rules are removed."""
+    return [m.span() for m in _WORD.finditer(blank_rules(text))]
+
+
 def word_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     """Sliding windows of ``size`` words stepping ``size - overlap``, the last one ending at the end.
 
@@ -193,7 +198,7 @@ def word_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     >>> word_spans("a b c d e", 3, 1)
     [(0, 5), (4, 9)]
     """
-    words = [m.span() for m in _WORD.finditer(blank_rules(text))]
+    words = word_positions(text)
     spans, start, step = [], 0, size - overlap
     while start < len(words):
         last = min(start + size, len(words)) - 1
@@ -328,11 +333,51 @@ def prefix_for(path: tuple[str, ...]) -> str:
     return " > ".join(path) + ": " if path else ""
 
 
-def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings()) -> list[Chunk]:
-    """Cut one document into chunks with the given settings."""
+class Word(str):
+    """A word of a page that knows its place (``n``-th word), so windows a learner's chunker makes of
+    the words can be laid back onto the page's characters."""
+
+    n: int
+
+    def __new__(cls, text: str, n: int):
+        word = super().__new__(cls, text)
+        word.n = n
+        return word
+
+
+def spans_of_windows(text: str, size: int, overlap: int, windows: Callable) -> list[tuple[int, int]]:
+    """The character spans of the word windows ``windows(words, size, overlap)`` returns for a page
+    (the seam where a learner's chunker replaces ``word_spans``): each window must be a run of the
+    page's consecutive words, as the function was given them; empty windows are dropped.
+    """
+    found = word_positions(text)
+    words = [Word(text[a:b], n) for n, (a, b) in enumerate(found)]
+    spans = []
+    for i, window in enumerate(windows(words, size, overlap)):
+        window = list(window)
+        if not window:
+            continue
+        if not all(isinstance(w, Word) for w in window):
+            raise ValueError(f"window {i} holds {next(w for w in window if not isinstance(w, Word))!r}, "
+                             "not one of the words the chunker was given (return slices of `words`)")
+        places = [w.n for w in window]
+        if places != list(range(places[0], places[0] + len(places))):
+            raise ValueError(f"window {i} is not a run of consecutive words (words {places[:5]}...)")
+        spans.append((found[places[0]][0], found[places[-1]][1]))
+    return spans
+
+
+def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), windows: Callable | None = None) -> list[Chunk]:
+    """Cut one document into chunks with the given settings; ``windows`` (a function of words, size and
+    overlap returning word windows) replaces the word-window strategy's own (``spans_of_windows``)."""
     s = settings.resolved()
     sections = split_sections(doc.text, doc.title)
-    if s.strategy == "headings":
+    if windows is not None and s.strategy != "words":
+        raise ValueError(f"a chunker function replaces the word windows only, not the {s.strategy!r} strategy")
+    if windows is not None:
+        spans = spans_of_windows(doc.text, s.size, s.overlap, windows)
+        pieces = [(f"{doc.id}#{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
+    elif s.strategy == "headings":
         pieces = _heading_pieces(doc, sections, s.size, s.overlap)
     else:
         spans = {"words": word_spans, "chars": char_spans, "large": char_spans}[s.strategy](doc.text, s.size, s.overlap)
@@ -364,9 +409,10 @@ def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: 
     return pieces
 
 
-def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings()) -> list[Chunk]:
-    """Chunk every document, in order; ids are unique (checked)."""
-    chunks = [c for d in docs for c in chunk_document(d, settings)]
+def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings(),
+                 windows: Callable | None = None) -> list[Chunk]:
+    """Chunk every document, in order; ids are unique (checked). ``windows``: see ``chunk_document``."""
+    chunks = [c for d in docs for c in chunk_document(d, settings, windows)]
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

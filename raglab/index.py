@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,9 @@ class Index:
     chunks: list[Chunk]
     dense: FaissStore
     bm25: BM25
+    # a learner's access rule (each row's groups, the user's groups -> the readable rows) in place of
+    # ``access_mask``; set with ``with_access_rule``
+    access_rule: Callable | None = None
 
     def __post_init__(self):
         self.row_of = {c.id: i for i, c in enumerate(self.chunks)}
@@ -69,7 +73,30 @@ class Index:
 
     def allowed(self, user: tuple[str, ...] | None) -> np.ndarray:
         """Rows the user's groups may see (``public`` is always included)."""
+        if self.access_rule is not None:
+            return rule_mask(self.chunks, user, self.access_rule, self._masks)
         return access_mask(self.chunks, user, self._masks)
+
+    def with_access_rule(self, rule: Callable) -> "Index":
+        """The same index, its rows filtered by ``rule`` (the seam where a learner's access rule is the
+        filter FAISS's ID selector and BM25 receive)."""
+        return replace(self, access_rule=rule)
+
+
+def rule_mask(chunks: list[Chunk], user: tuple[str, ...] | None, rule: Callable, memo: dict | None = None) -> np.ndarray:
+    """The row mask of the rows ``rule([each chunk's groups], the user's groups)`` returns."""
+    groups = frozenset(user or ())
+    if memo is not None and groups in memo:
+        return memo[groups]
+    rows = list(rule([c.access for c in chunks], set(groups)))
+    bad = [r for r in rows if not (isinstance(r, (int, np.integer)) and 0 <= r < len(chunks))]
+    if bad:
+        raise ValueError(f"the access rule returned {bad[0]!r}, not a row number from 0 to {len(chunks) - 1}")
+    mask = np.zeros(len(chunks), dtype=bool)
+    mask[rows] = True
+    if memo is not None:
+        memo[groups] = mask
+    return mask
 
 
 def access_mask(chunks: list[Chunk], user: tuple[str, ...] | None, memo: dict | None = None) -> np.ndarray:

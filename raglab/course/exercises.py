@@ -11,17 +11,25 @@ autograder (nbgrader) scores the cell by whether it raised. An answer not writte
 ``NotImplementedError``, or a name it never set) is a fail that says so.
 
 Where a milestone's own code is the exercise (the chunker, BM25, RRF, the citation check, recall and
-MRR...), ``yours_or_library`` lets the cells below run on raglab's version until the student's works, and
-``own_work`` is the autograder's hidden test that a "solution" is not merely raglab's function called.
+MRR...), ``stage`` is the seam where it becomes a stage of the student's pipeline: the milestone's
+artifacts are made with it, or with raglab's version (recorded as such, and worth nothing in the
+rubric) until the student's works; ``choice`` does the same for a value the student picks. ``own_work``
+is the autograder's hidden test that a "solution" is not merely raglab's function called.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 import sys
 import types
 from typing import Callable
 from unittest import mock
+
+from raglab import bm25, chunking, fusion, generate, index
+from raglab.course import artifacts
+from raglab.evaluation import bakeoff, metrics
+from raglab.experiments import cost, longcontext
 
 NOT_DONE = (NotImplementedError, NameError)
 
@@ -54,20 +62,90 @@ def check(title: str, test: Callable[[], tuple[bool, str]]) -> None:
     print(line)
 
 
-def yours_or_library(yours: Callable, library: Callable, *probe, **probe_kw) -> Callable:
-    """The student's function if it runs on the probe arguments, else raglab's, saying which is used,
-    so the cells below still run (and the milestone still renders) while an exercise is blank."""
+# The stages a student's function replaces, one per milestone: the milestone, what it is, and the raglab
+# functions it stands in for (a "solution" that reaches one of them is a copy, not the student's work).
+STAGES = {
+    "chunker": ("01", "the word-window chunker", (chunking.word_spans, chunking.chunk_document, chunking.chunk_corpus)),
+    "chunk size": ("01", "the window size", ()),
+    "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
+    "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
+    "citation check": ("04", "the citation check", (generate.check_citations, generate.parse_citations)),
+    "access rule": ("05", "the access rule", (index.access_mask, longcontext._allowed)),
+    "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
+    "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
+    "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
+    "answer cost": ("08", "the cost of an answer", (cost.answer_cost,)),
+}
+YOURS, FALLBACK, COPY = "yours", "raglab", "copy"
+
+
+def replaced(name: str) -> tuple:
+    """The raglab functions stage ``name`` stands in for."""
+    return STAGES[name][2]
+
+
+def fingerprint(fn: Callable) -> str:
+    """The first 12 hex digits of the sha256 of a function's source (its bytecode when no source is kept)."""
+    try:
+        text = inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        text = code.co_code if code is not None else repr(fn).encode()
+    return hashlib.sha256(text).hexdigest()[:12]
+
+
+def stage(name: str, yours: Callable, library: Callable, *probe, **probe_kw) -> Callable:
+    """The seam where the student's function becomes a stage of their pipeline.
+
+    Returns ``yours`` if it runs on the probe arguments, else raglab's ``library`` so the milestone still
+    renders; says which in the notebook, and records it in the results file (section ``stages``: who
+    made the stage, the function's name and a hash of its source, and why), where the rubric and the
+    feedback page read it. A function that reaches the raglab functions it replaces is recorded as a
+    copy: it runs (the cells below need a working stage) but earns nothing.
+    """
+    milestone, what, _ = STAGES[name]
+    fn_name = getattr(yours, "__name__", str(yours))
+    used, why = yours, ""
     try:
         yours(*probe, **probe_kw)
     except NOT_DONE:
-        print(f"`{yours.__name__}` is not written yet: the cells below use raglab's `{library.__name__}`.")
-        return library
+        used, why = library, f"your `{fn_name}` is not written yet"
     except Exception as exc:
-        print(f"`{yours.__name__}` failed ({type(exc).__name__}: {exc}): the cells below use raglab's "
-              f"`{library.__name__}`.")
-        return library
-    print(f"the cells below use your `{yours.__name__}`.")
-    return yours
+        used, why = library, f"your `{fn_name}` failed ({type(exc).__name__}: {exc})"
+    if used is yours:
+        ok, found = own_work(yours, *replaced(name), probe=lambda: yours(*probe, **probe_kw))
+        who = YOURS if ok else COPY
+        why = found if not ok else f"your `{fn_name}`"
+    else:
+        who = FALLBACK
+    record_stage(name, {"milestone": milestone, "stage": what, "by": who, "function": fn_name,
+                        "sha256": fingerprint(yours) if who != FALLBACK else None, "why": why})
+    if who == FALLBACK:
+        print(f"{what}: raglab's `{library.__name__}` stands in ({why}); this milestone's artifacts are not yours yet.")
+    elif who == COPY:
+        print(f"{what}: {why}; it runs, but the milestone's artifacts count as raglab's.")
+    else:
+        print(f"{what}: your `{fn_name}` (source {fingerprint(yours)}) makes this milestone's artifacts.")
+    return used
+
+
+def choice(name: str, answer: Callable[[], object], default):
+    """A value the student chooses (a window size, a threshold): ``answer()`` if their cell set it, else
+    ``default`` so the milestone still renders; recorded in the results file like a stage."""
+    milestone, what, _ = STAGES[name]
+    try:
+        value, who, why = answer(), YOURS, "your choice"
+    except NOT_DONE as exc:
+        value, who, why = default, FALLBACK, f"not chosen yet ({exc})"
+    record_stage(name, {"milestone": milestone, "stage": what, "by": who, "value": value, "why": why})
+    print(f"{what}: {value}" + ("" if who == YOURS else f" (raglab's default: {why})"))
+    return value
+
+
+def record_stage(name: str, provenance: dict) -> None:
+    """Put one stage's provenance into the results file's ``stages`` section (the others are kept)."""
+    results = artifacts.load_results() if (artifacts.folder() / artifacts.RESULTS).exists() else {}
+    artifacts.record("stages", {**results.get("stages", {}), name: provenance})
 
 
 def own_work(fn: Callable, *library: Callable, probe: Callable[[], object] | None = None) -> tuple[bool, str]:

@@ -18,6 +18,7 @@ metadata, so nothing is kept by hand, and nbgrader does the rest:
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import io
 import os
@@ -35,7 +36,15 @@ from raglab.files import atomic_open
 
 ASSIGNMENT = "raglab"
 SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
+# A prose answer the instructor grades: a Markdown cell that starts with this comment (its model answer
+# follows; the release replaces it with "YOUR ANSWER HERE").
+BY_HAND = re.compile(r"^<!--\s*graded by hand:\s*(\d+)\s+points?\s*-->")
+TO_GRADE = "to grade"
 SOLUTION = "### BEGIN SOLUTION"
+NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
+STUB_LINE = 'raise NotImplementedError("your answer goes here'     # an answer cell the student has not touched
+STAGE_MAKERS = {"yours": "your code", "raglab": "raglab's fallback (worth nothing)",
+                "copy": "a copy of raglab's function (worth nothing)"}
 HIDDEN = "### BEGIN HIDDEN TESTS"
 STUB = ("# YOUR CODE HERE\n"
         "raise NotImplementedError(\"your answer goes here (see the exercise above); until then the "
@@ -52,8 +61,17 @@ def mark_cells(nb, stem: str):
     >>> mark_cells(nb, "01_demo"), nb.cells[1].metadata.nbgrader["points"], nb.cells[0].metadata.nbgrader["solution"]
     (1, 2, True)
     """
-    n = 0
+    n = manual = 0
     for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            m = BY_HAND.match(cell.source)
+            if m:
+                manual += 1
+                cell.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": int(m.group(1)),
+                                             "grade_id": f"{stem[:2]}-by-hand-{manual}", "schema_version": 3}
+            else:
+                cell.metadata.pop("nbgrader", None)
+            continue
         if cell.cell_type != "code":
             continue
         meta = None
@@ -145,6 +163,8 @@ class Check:
     score: float
     points: float
     why: str = ""
+    by_hand: bool = False          # a prose answer the instructor grades
+    pending: bool = False          # ... whose points are not entered yet
 
 
 @dataclass
@@ -153,23 +173,41 @@ class StudentGrade:
     checks: list[Check] = field(default_factory=list)
     ran: dict[str, str] = field(default_factory=dict)        # notebook -> "ok" / "missing" / the first error
     rubric: list = field(default_factory=list)               # rubric.Criterion
+    stages: dict = field(default_factory=dict)               # stage -> who made it (the results file's ``stages``)
     error: str = ""
 
     @property
     def points(self) -> tuple[float, float]:
-        return sum(c.score for c in self.checks), sum(c.points for c in self.checks)
+        """Autograded points: scored and possible."""
+        auto = [c for c in self.checks if not c.by_hand]
+        return sum(c.score for c in auto), sum(c.points for c in auto)
+
+    @property
+    def by_hand(self) -> tuple[float, float, int]:
+        """Points graded by hand: entered, possible, and how many answers are still to grade."""
+        manual = [c for c in self.checks if c.by_hand]
+        return sum(c.score for c in manual), sum(c.points for c in manual), sum(c.pending for c in manual)
 
     @property
     def ran_ok(self) -> int:
         return sum(v == "ok" for v in self.ran.values())
 
     @property
+    def criteria(self) -> list:
+        """The rubric's criteria, without the copy flags (a flag is raised or not; it earns nothing)."""
+        return [r for r in self.rubric if r.milestone != "flag"]
+
+    @property
     def rubric_passed(self) -> int:
-        return sum(r.passed for r in self.rubric)
+        return sum(r.passed for r in self.criteria)
 
     @property
     def flags(self) -> list[str]:
-        return [r.criterion for r in self.rubric if r.milestone == "flag" and not r.passed]
+        """Copy flags raised: the rubric's (golden set, prose answers) and every stage that is a copy of
+        raglab's function."""
+        return [r.criterion for r in self.rubric if r.milestone == "flag" and not r.passed
+                and not r.why.startswith(rubric.NOT_WRITTEN)] + \
+            [f"{name}: a copy of raglab's function" for name, r in self.stages.items() if r.get("by") == "copy"]
 
 
 def _error_text(cell) -> str:
@@ -205,18 +243,94 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
         if nb is None:
             grade.ran[stem] = "missing"
         else:
-            broken = [r for r in cell_runs(nb) if r.kind == "other" and r.error]
-            grade.ran[stem] = "ok" if not broken else f"cell {broken[0].index}: {broken[0].error}"
+            runs = cell_runs(nb)
+            broken = [r for r in runs if r.kind == "other" and r.error]
+            blank = all(STUB_LINE in nb.cells[r.index].source for r in runs if r.kind == "answer")
+            grade.ran[stem] = (f"cell {broken[0].index}: {broken[0].error}" if broken else
+                               NOTHING_DONE if blank else "ok")
         cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
         for gc in gb.find_notebook(stem, ASSIGNMENT).grade_cells:
+            by_hand, pending = gc.cell_type == "markdown", False
             try:
-                score = gb.find_grade(gc.name, stem, ASSIGNMENT, student).score
+                found = gb.find_grade(gc.name, stem, ASSIGNMENT, student)
+                score, pending = found.score, by_hand and found.manual_score is None
             except MissingEntry:                    # not submitted: no grade row
                 score = 0.0
             cell = cells.get(gc.name)
-            why = _grade_cell_why(cell) if cell is not None else "notebook not submitted"
-            grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why))
+            if cell is None:
+                why = "notebook not submitted"
+            elif by_hand:
+                why = TO_GRADE if pending else f"graded by hand: {score:g} of {gc.max_score:g}"
+                if pending and cell.source.strip() in ("", "YOUR ANSWER HERE"):     # nothing written: nothing to grade
+                    why, pending, score = "not answered", False, 0.0
+            else:
+                why = _grade_cell_why(cell)
+            grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why, by_hand, pending))
     return grade
+
+
+def _answers_by_hand(autograded: Path) -> dict[tuple[str, str], str]:
+    """``(notebook, grade_id) -> sha256 of the answer`` for every prose cell of one student's graded notebooks."""
+    import nbformat  # lazy
+
+    out = {}
+    for path in sorted(autograded.glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+                out[(path.stem, meta["grade_id"])] = hashlib.sha256(cell.source.strip().encode()).hexdigest()
+    return out
+
+
+def entered_by_hand(root: Path) -> dict[str, dict[tuple[str, str], tuple[float, str]]]:
+    """The points an instructor entered for prose answers in an earlier run's nbgrader database (with its
+    formgrader or API): ``{student: {(notebook, grade_id): (points, sha256 of the answer graded)}}``."""
+    db = root / "gradebook.db"
+    if not db.exists():
+        return {}
+    from nbgrader.api import Gradebook  # lazy
+
+    out: dict = {}
+    with Gradebook(f"sqlite:///{db}") as gb:
+        for student in gb.students:
+            answers = _answers_by_hand(root / "autograded" / student.id / ASSIGNMENT)
+            for key, sha in answers.items():
+                try:
+                    found = gb.find_grade(key[1], key[0], ASSIGNMENT, student.id)
+                except Exception:                    # nbgrader's MissingEntry: not graded then
+                    continue
+                if found.manual_score is not None:
+                    out.setdefault(student.id, {})[key] = (float(found.manual_score), sha)
+    return out
+
+
+def restore_by_hand(gb, student: str, autograded: Path, entered: dict) -> int:
+    """Put back the points entered earlier for the answers that did not change since (a changed answer is
+    to grade again). Returns how many were restored."""
+    answers = _answers_by_hand(autograded)
+    n = 0
+    for key, (points, sha) in entered.items():
+        if answers.get(key) == sha:
+            found = gb.find_grade(key[1], key[0], ASSIGNMENT, student)
+            found.manual_score = points
+            n += 1
+    if n:
+        gb.db.commit()
+    return n
+
+
+def enter_by_hand(out: str | Path, student: str, notebook: str, grade_id: str, points: float) -> None:
+    """Enter the points of one prose answer into the class's nbgrader database (what the formgrader does);
+    the next ``raglab grade`` shows them in the gradebook."""
+    from nbgrader.api import Gradebook  # lazy
+
+    with Gradebook(f"sqlite:///{Path(out) / 'course' / 'gradebook.db'}") as gb:
+        cell = gb.find_grade_cell(grade_id, notebook, ASSIGNMENT)
+        if not 0 <= points <= cell.max_score:
+            raise ValueError(f"{notebook} {grade_id}: {points} points is outside 0..{cell.max_score:g}")
+        found = gb.find_grade(grade_id, notebook, ASSIGNMENT, student)
+        found.manual_score = points
+        gb.db.commit()
 
 
 def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = None,
@@ -235,6 +349,7 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
         only = sorted(held & {p.stem for p in notebooks(folder)})
     out.mkdir(parents=True, exist_ok=True)
     root = out / "course"
+    entered = entered_by_hand(root)             # points the instructor entered on an earlier run (formgrader, API)
     shutil.rmtree(root, ignore_errors=True)
     stems = _generate(root, folder, only)
     from nbgrader.api import Gradebook  # lazy: only grading needs nbgrader
@@ -257,11 +372,13 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
             os.environ["RAGLAB_ARTIFACTS"] = str(artifacts_dir)
             result = api.autograde(ASSIGNMENT, s.name)
             with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+                restore_by_hand(gb, s.name, root / "autograded" / s.name / ASSIGNMENT, entered.get(s.name, {}))
                 grade = read_autograded(s.name, root / "autograded" / s.name / ASSIGNMENT, stems, gb)
             if not result["success"]:
                 lines = (result.get("error") or result.get("log") or "").strip().splitlines()
                 grade.error = lines[-1] if lines else "nbgrader autograde failed"
             grade.rubric = rubric.check(artifacts_dir, notebooks=stems, submission=s)
+            grade.stages = rubric.stages_made(artifacts_dir)
             grades.append(grade)
     write_gradebook(grades, out / "gradebook.csv")
     for g in grades:
@@ -275,15 +392,18 @@ def columns(grades: list[StudentGrade]) -> list[str]:
     return (["student"] + [f"{c.notebook[:2]} {c.name}" for c in first.checks]
             + [f"ran {stem[:2]}" for stem in first.ran]
             + [f"rubric: {r.criterion}" for r in first.rubric]
-            + ["autograder points", "autograder max", "notebooks ran", "rubric passed", "rubric criteria", "flags"])
+            + ["autograder points", "autograder max", "by-hand points", "by-hand max", "to grade",
+               "notebooks ran", "rubric passed", "rubric criteria", "flags"])
 
 
 def row(g: StudentGrade) -> list:
     got, most = g.points
-    return ([g.student] + [round(c.score, 2) for c in g.checks]
+    hand, hand_most, pending = g.by_hand
+    return ([g.student] + [TO_GRADE if c.pending else round(c.score, 2) for c in g.checks]
             + [int(v == "ok") for v in g.ran.values()]
             + [int(r.passed) for r in g.rubric]
-            + [round(got, 2), round(most, 2), g.ran_ok, g.rubric_passed, len(g.rubric), "; ".join(g.flags)])
+            + [round(got, 2), round(most, 2), round(hand, 2), round(hand_most, 2), pending,
+               g.ran_ok, g.rubric_passed, len(g.criteria), "; ".join(g.flags)])
 
 
 def write_gradebook(grades: list[StudentGrade], path: Path) -> Path:
@@ -302,23 +422,36 @@ def feedback_html(g: StudentGrade) -> str:
     """One student's feedback page: totals, then every failing check, notebook and criterion with why."""
     e = html.escape
     got, most = g.points
-    failing = [c for c in g.checks if c.score < c.points]
+    failing = [c for c in g.checks if c.score < c.points and not c.pending]
     parts = [f"<h1>Feedback for {e(g.student)}</h1>",
-             f"<p class='totals'>Autograder: <b>{got:g} of {most:g}</b> points · notebooks that ran cleanly: "
-             f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.rubric)}</b> criteria</p>"]
+             f"<p class='totals'>Autograder: <b>{got:g} of {most:g}</b> points · graded by hand: "
+             f"<b>{g.by_hand[0]:g} of {g.by_hand[1]:g}</b>" + (f" ({g.by_hand[2]} to grade)" if g.by_hand[2] else "") +
+             " · notebooks that ran cleanly: "
+             f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.criteria)}</b> criteria</p>"]
     if g.error:
         parts.append(f"<p class='error'>The autograder reported: {e(g.error)}</p>")
     parts.append("<h2>Notebooks</h2><ul>" + "".join(
         f"<li class='{'ok' if v == 'ok' else 'fail'}'>{e(stem)}: {e('ran cleanly' if v == 'ok' else v)}</li>"
         for stem, v in g.ran.items()) + "</ul>")
+    parts.append("<h2>Your pipeline</h2>" + ("<p>No stage of your pipeline ran.</p>" if not g.stages else
+                 "<table><tr><th>milestone</th><th>stage</th><th>made by</th><th>why</th></tr>" + "".join(
+                     f"<tr class='{'ok' if r.get('by') == 'yours' else 'fail'}'><td>{e(str(r.get('milestone')))}</td>"
+                     f"<td>{e(name)}</td><td>{e(STAGE_MAKERS.get(r.get('by'), str(r.get('by'))))}</td>"
+                     f"<td>{e(str(r.get('why', '')))}</td></tr>" for name, r in sorted(
+                         g.stages.items(), key=lambda kv: str(kv[1].get('milestone')))) + "</table>"))
     parts.append("<h2>Failing self-checks</h2>" + ("<p>None: every self-check passed.</p>" if not failing else
                  "<table><tr><th>notebook</th><th>check</th><th>score</th><th>why</th></tr>" + "".join(
                      f"<tr class='fail'><td>{e(c.notebook)}</td><td>{e(c.name)}</td><td>{c.score:g} / {c.points:g}</td>"
                      f"<td>{e(c.why or 'no output')}</td></tr>" for c in failing) + "</table>"))
+    waiting = [c for c in g.checks if c.pending]
+    if waiting:
+        parts.append("<h2>Graded by hand: waiting for the instructor</h2><ul>" + "".join(
+            f"<li>{e(c.notebook)} {e(c.name)}: {c.points:g} points, {TO_GRADE}</li>" for c in waiting) + "</ul>")
     bad = [r for r in g.rubric if not r.passed]
     parts.append("<h2>Rubric criteria not met</h2>" + ("<p>None: every criterion passed.</p>" if not bad else
-                 "<table><tr><th>milestone</th><th>criterion</th><th>why</th></tr>" + "".join(
-                     f"<tr class='fail'><td>{e(r.milestone)}</td><td>{e(r.criterion)}</td><td>{e(r.why)}</td></tr>"
+                 "<table><tr><th>milestone</th><th>criterion</th><th>reads the stages</th><th>why</th></tr>" + "".join(
+                     f"<tr class='fail'><td>{e(r.milestone)}</td><td>{e(r.criterion)}</td>"
+                     f"<td>{e(', '.join(r.stages) or '-')}</td><td>{e(r.why)}</td></tr>"
                      for r in bad) + "</table>"))
     passed = [c for c in g.checks if c.score >= c.points]
     parts.append("<h2>Passed</h2><ul>" + "".join(f"<li>{e(c.notebook)} {e(c.name)}: {e(c.why)}</li>" for c in passed)
@@ -341,7 +474,7 @@ def format_grades(grades: list[StudentGrade]) -> str:
     for g in grades:
         got, most = g.points
         lines.append(f"{g.student:<16} {got:>4g}/{most:<4g} {g.ran_ok:>2}/{len(g.ran):<2} "
-                     f"{g.rubric_passed:>3}/{len(g.rubric):<3}  {'; '.join(g.flags)}")
+                     f"{g.rubric_passed:>3}/{len(g.criteria):<3}  {'; '.join(g.flags)}")
     return "\n".join(lines)
 
 
@@ -371,7 +504,7 @@ def cell_runs(nb) -> list[CellRun]:
     return runs
 
 
-def prove(stem: str, released: Path, folder: Path | None = None) -> list[str]:
+def prove(stem: str, released: Path, folder: Path | None = None, artifacts_dir: Path | None = None) -> list[str]:
     """What is wrong with one notebook's release (empty if nothing): the released notebook must hold no
     solution code and no hidden test, and run top to bottom with every self-check failing and no other
     cell (except the blanks' NotImplementedError) failing; a milestone (01 and after, not the set-up
@@ -398,7 +531,11 @@ def prove(stem: str, released: Path, folder: Path | None = None) -> list[str]:
         leaked = [ln for ln in lines if ln in released_code]
         if leaked:
             problems.append(f"{path}: solution line left in the release: {leaked[0]!r}")
-    ran = execute(path, allow_errors=True)
+    # the blank run saves its artifacts in a folder of its own (``artifacts_dir``: one for the whole release, run
+    # in order as a student would), never over the instructor's
+    with tempfile.TemporaryDirectory(prefix="raglab-prove-") as where, \
+            mock.patch.dict(os.environ, {"RAGLAB_ARTIFACTS": str(artifacts_dir or where)}):
+        ran = execute(path, allow_errors=True)
     for r in cell_runs(ran):
         if r.kind == "check" and not r.error:
             problems.append(f"{path}: cell {r.index}: a self-check passed on the blank release")

@@ -3,35 +3,32 @@
 Each criterion is one milestone's "done when" from the course, checked against the saved
 artifacts (never against a notebook's printed words): pass or fail, and why, with the numbers.
 A missing or unreadable artifact fails its criterion and says which file and what to run.
+
+The rubric grades the student's pipeline, not raglab: each criterion names the stages whose
+artifacts it reads (the student's chunker, BM25, fusion, citation check...), and a criterion over a
+stage that raglab's fallback made, or a copy of raglab's function, fails with that reason
+(``raglab.course.exercises.stage`` records who made each stage in the results file).
 """
 from __future__ import annotations
 
+import bisect
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raglab import config
-from raglab.course import artifacts
+from raglab.chunking import token_lengths, word_positions
+from raglab.course import artifacts, exercises
 from raglab.corpus import load_corpus
 from raglab.evaluation.golden import check_student_golden
 from raglab.files import atomic_open
-from raglab.generate import REFUSAL
+from raglab.generate import REFUSAL, parse_citations
+from raglab.packaged_models import MINILM_MAX_TOKENS
+from raglab.text import clean
 
-# A heading-aware chunk ends cleanly at sentence punctuation (closing quotes and brackets allowed),
-# before a blank line or at the document's end. A line end proves nothing: the docs are hard-wrapped.
-# The chunker may cut inside one sentence or block only when it alone is longer than the window.
-SENTENCE_END = re.compile(r"[.!?:;][\"')\]]*$")
-TABLE_ROW = re.compile(r"(?:^|\n)[ \t]*(?:\||\+[-=])[^\n]*$")     # the last line is a grid or pipe table row
 # The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three
 # questions of thirty.
 MATERIAL_SPREAD = 0.10
-# The four score families of checkpoint 5, and a line of the printed scoreboard that shows each.
-FAMILIES = {"retrieval (recall@k)": r"^recall@\d+\s+\d\.\d+",
-            "citations": r"^citation_(validity|support)\s+\d\.\d+",
-            "answer correctness": r"^answer_correct\s+\d\.\d+",
-            "refusal (abstention)": r"^abstention_accuracy\s+\d\.\d+"}
-
 
 @dataclass
 class Criterion:
@@ -39,9 +36,10 @@ class Criterion:
     criterion: str
     passed: bool
     why: str
+    stages: tuple = ()          # the stages of the student's pipeline whose artifacts it reads
 
 
-def _guard(milestone: str, criterion: str, fn) -> Criterion:
+def _guard(milestone: str, criterion: str, fn, stages: tuple = ()) -> Criterion:
     """Run one check; a missing or malformed artifact fails it with the reason."""
     try:
         passed, why = fn()
@@ -49,7 +47,23 @@ def _guard(milestone: str, criterion: str, fn) -> Criterion:
         passed, why = False, str(exc)
     except (KeyError, TypeError, IndexError) as exc:
         passed, why = False, f"malformed artifact: missing or wrong field {exc}"
-    return Criterion(milestone, criterion, bool(passed), why)
+    return Criterion(milestone, criterion, bool(passed), why, tuple(stages))
+
+
+def not_yours(a: "Artifacts", stages: tuple) -> str | None:
+    """Why a criterion over these stages earns nothing (a stage ran on raglab's fallback, was a copy of
+    raglab's function, or never ran), or None when the student's own code made every one of them."""
+    try:
+        made = a.section("stages")
+    except (FileNotFoundError, ValueError) as exc:
+        return f"no stage of your pipeline was recorded ({exc})"
+    for name in stages:
+        record = made.get(name)
+        if record is None:
+            return f"the stage '{name}' never ran through your code (run the milestone's notebook to the end)"
+        if record.get("by") != exercises.YOURS:
+            return f"the stage '{name}' is not yours: {record.get('why') or record.get('by')}"
+    return None
 
 
 class Artifacts:
@@ -78,60 +92,86 @@ class Artifacts:
 
 # ---------------------------------------------------------------- milestone 1
 
+YOURS_PREFIX = "yours "        # the chunkings the student's chunker made (``yours 150/30``)
+FIT_LIMIT = 0.10               # at most this share of chunks over the model's 256 tokens
+FRAGMENT_FLOOR = 128           # chunks that average fewer tokens than half the model's window fragment the pages
+
+
+def your_chunks(a: Artifacts) -> dict[str, list[tuple[int, dict]]]:
+    """The student's chunkings in ``m1_chunks.jsonl``, each a list of (line number, row)."""
+    out: dict[str, list] = {}
+    for n, r in enumerate(a.jsonl("m1_chunks.jsonl"), 1):
+        if str(r.get("chunking", "")).startswith(YOURS_PREFIX):
+            out.setdefault(r["chunking"], []).append((n, r))
+    if not out:
+        raise ValueError(f"{a.where / 'm1_chunks.jsonl'}: no chunks made by your chunker (chunkings named 'yours ...')")
+    return out
+
+
+def uncovered(texts: dict[str, str], rows: list[dict]) -> tuple[int, int, str | None]:
+    """Words of the pages no chunk holds: (missed, total, the first page that loses one)."""
+    by_doc: dict[str, list] = {}
+    for r in rows:
+        by_doc.setdefault(r["doc"], []).append((r["start"], r["end"]))
+    missed = total = 0
+    first = None
+    for doc, text in texts.items():
+        spans = sorted(by_doc.get(doc, []))
+        reach, covered = [], 0                       # merged intervals of the page's chunks
+        for a, b in spans:
+            if reach and a <= reach[-1][1]:
+                reach[-1][1] = max(reach[-1][1], b)
+            else:
+                reach.append([a, b])
+        starts = [r[0] for r in reach]
+        for a, b in word_positions(text):
+            total += 1
+            i = bisect.bisect_right(starts, a) - 1
+            if i >= 0 and reach[i][1] >= b:
+                covered += 1
+            else:
+                missed += 1
+                first = first or doc
+    return missed, total, first
+
+
 def chunks_have_ids(a: Artifacts):
-    rows = a.jsonl("m1_chunks.jsonl")
-    if not rows:
-        return False, "m1_chunks.jsonl holds no chunks"
-    seen: dict[str, set] = {}
-    for n, r in enumerate(rows, 1):
-        for field in ("id", "doc", "chunking"):
-            if not str(r.get(field) or "").strip():
-                return False, f"m1_chunks.jsonl:{n}: chunk without {'a source' if field == 'doc' else 'an ' + field}"
-        ids = seen.setdefault(r["chunking"], set())
-        if r["id"] in ids:
-            return False, f"m1_chunks.jsonl:{n}: id {r['id']!r} appears twice in {r['chunking']}"
-        ids.add(r["id"])
-    return True, f"{len(rows)} chunks over {len(seen)} chunkings, each with a unique id and a source"
+    chunkings = your_chunks(a)
+    for label, rows in chunkings.items():
+        ids = set()
+        for n, r in rows:
+            for field in ("id", "doc"):
+                if not str(r.get(field) or "").strip():
+                    return False, f"m1_chunks.jsonl:{n}: chunk without {'a source' if field == 'doc' else 'an id'}"
+            if r["id"] in ids:
+                return False, f"m1_chunks.jsonl:{n}: id {r['id']!r} appears twice in {label}"
+            ids.add(r["id"])
+    corpus = a.section("corpus")
+    texts = {d.id: d.text for d in load_corpus(corpus["name"], corpus.get("profile"))}
+    for label, rows in chunkings.items():
+        missed, total, first = uncovered(texts, [r for _, r in rows])
+        if missed:
+            return False, f"{label}: {missed} of {total} words of the pages are in no chunk (first on {first})"
+    return True, f"{sum(map(len, chunkings.values()))} chunks of {len(chunkings)} chunkings by your chunker, " \
+                 "each with a unique id and a source, covering every word of every page"
 
 
-def window(label: str) -> int:
-    """The window in words of a chunking label such as ``headings 150/30 +prefix``."""
-    m = re.search(r"(\d+)/\d+", label)
-    if not m:
-        raise ValueError(f"m1_chunks.jsonl: chunking {label!r} does not give its window (like 'headings 150/30')")
-    return int(m.group(1))
-
-
-def cut_in_half(text: str, following: str, size: int) -> str | None:
-    r"""What a chunk's end cuts in half ('a table', 'a sentence'), or None if it ends cleanly or inside
-    one sentence or block longer than ``size`` words; ``following`` runs to the next boundary.
-
-    >>> cut_in_half("It returns the\nvalue", "\nof x.", 150), cut_in_half("It returns x.", " Then", 150)
-    ('a sentence', None)
-    """
-    if not following.strip():                     # a blank line or the document's end follows
-        return None
-    if TABLE_ROW.search(text):
-        return "a table"
-    if SENTENCE_END.search(text):
-        return None
-    starts = [m.end() for m in artifacts.SENTENCE_BOUNDARY.finditer(text)]
-    unit = text[starts[-1] if starts else 0:] + following
-    return None if len(unit.split()) > size else "a sentence"
-
-
-def clean_cuts(a: Artifacts):
-    rows = [(n, r) for n, r in enumerate(a.jsonl("m1_chunks.jsonl"), 1) if r["chunking"].startswith("headings")]
-    if not rows:
-        return False, "no heading-aware chunks in m1_chunks.jsonl"
-    for n, r in rows:
-        what = cut_in_half(r["text"], r["following"], window(r["chunking"]))
-        if what:
-            return False, f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts {what} in half " \
-                          f"(ends {r['text'][-30:]!r}, then {r['following'][:30]!r})"
-    long = sum(bool(r["following"].strip()) and not SENTENCE_END.search(r["text"]) for _, r in rows)
-    return True, f"all {len(rows)} heading-aware chunks end at a sentence, a blank line or the document's end" + \
-        (f", or ({long}) inside one sentence or block longer than the window" if long else "")
+def size_fits(a: Artifacts):
+    choice = a.section("stages").get("chunk size", {})
+    size = choice.get("value")
+    label = next((label for label in your_chunks(a) if label.startswith(f"{YOURS_PREFIX}{size}/")), None)
+    if label is None:
+        return False, f"no chunks of your chosen size {size} in m1_chunks.jsonl"
+    rows = [r for _, r in your_chunks(a)[label]]
+    lengths = token_lengths([clean(r["text"]) for r in rows])      # what gets embedded: the chunk's cleaned text
+    over = sum(n > MINILM_MAX_TOKENS for n in lengths) / len(lengths)
+    mean = sum(lengths) / len(lengths)
+    why = f"{label}: {over:.1%} of {len(rows)} chunks over {MINILM_MAX_TOKENS} tokens, {mean:.0f} tokens on average"
+    if over > FIT_LIMIT:
+        return False, why + f" (at most {FIT_LIMIT:.0%} may be cut by the model)"
+    if mean < FRAGMENT_FLOOR:
+        return False, why + f" (under {FRAGMENT_FLOOR}: the pages are cut into fragments too small to answer from)"
+    return True, why
 
 
 # ---------------------------------------------------------------- milestones 2 and 3
@@ -185,6 +225,7 @@ def valid_citations(a: Artifacts):
         if not r["citations"]:
             return False, f"answer to {r['question']!r} carries no citation"
         bad = [c["id"] for c in r["citations"] if c["id"] not in retrieved]
+        bad += [n for n in parse_citations(r["answer"]) if n.isdigit() and not 1 <= int(n) <= len(retrieved)]
         if bad or r["invalid_citations"]:
             return False, f"answer to {r['question']!r} cites {bad or r['invalid_citations']}, not retrieved"
     return True, f"{len(answered)} answers, every citation points at a retrieved chunk"
@@ -211,29 +252,43 @@ def out_of_corpus_refused(a: Artifacts):
     return True, f"{len(rows)} out-of-corpus question(s) got the exact refusal ({rows[0]['reason']})"
 
 
-# ---------------------------------------------------------------- milestone 5
+# ---------------------------------------------------------------- milestones 6 and 8: the student's numbers
 
-def one_command_four_scores(a: Artifacts):
-    run = a.json("m5_eval_command.json")
-    if not run["command"].startswith("raglab eval") or run["exit_code"] != 0:
-        return False, f"the saved command is {run['command']!r} (exit {run['exit_code']}), not a successful raglab eval"
-    lines = run["output"].splitlines()
-    missing = [name for name, pat in FAMILIES.items() if not any(re.match(pat, ln) for ln in lines)]
-    if missing:
-        return False, f"`{run['command']}` did not print: {', '.join(missing)}"
-    return True, f"`{run['command']}` printed all four: {', '.join(FAMILIES)}"
+AGREE = 1e-9      # a value of the student's function and the course's definition on the same input agree within this
 
 
-def failures_read(a: Artifacts):
-    board = a.json("m5_scoreboard.json")
-    questions = board["questions"]
-    unread = [q["id"] for q in questions
-              if q["failure"] is None and (q["correct"] == 0 or (q["type"] != "unanswerable" and q["recall"] == 0))]
-    listed = sum(len(v) for v in board["failures"].values())
-    if unread:
-        return False, f"failed questions without a stage: {unread[:5]}"
-    return True, f"{listed} failures of {len(questions)} questions, each traced to a stage " + \
-        ", ".join(f"({s} {len(v)})" for s, v in board["failures"].items() if v)
+def held_to_reference(rows: list[dict], pairs: list[tuple[str, str]], key: str, summary: str, differ: str,
+                      agree: str) -> tuple[bool, str]:
+    """Each student's value (``pairs``: their column, the reference's column) against the reference computed
+    on the same input, row by row: the verdict, with how many rows differ and the first, shown by ``key``."""
+    bad = [(r, mine, ref) for r in rows for mine, ref in pairs
+           if r.get(mine) is None or abs(float(r[mine]) - float(r[ref])) > AGREE * max(1.0, abs(float(r[ref])))]
+    if not bad:
+        return True, f"{summary}, {agree}"
+    r, mine, ref = bad[0]
+    return False, f"{summary}; {len(bad)} {differ} (first {r[key]}: yours {r.get(mine)}, the reference's {r[ref]})"
+
+
+def your_metrics(a: Artifacts):
+    rows = a.section("m6")["questions"]
+    if not rows:
+        return False, "no question scored by your metrics"
+    mean = {m: sum(float(r[m]) for r in rows) / len(rows) for m in ("recall@5", "mrr@10")}
+    return held_to_reference(rows, [("recall@5", "course recall@5"), ("mrr@10", "course mrr@10")], "id",
+                             f"your recall@5 {mean['recall@5']:.3f} and MRR@10 {mean['mrr@10']:.3f} over {len(rows)} questions",
+                             "question scores disagree with the course's definitions", "the course's definitions on every question")
+
+
+def your_prices(a: Artifacts):
+    m8 = a.section("m8")
+    rows = [{"answer": f"answer {i} ({r['prompt_tokens']} + {r['completion_tokens']} tokens)", **r}
+            for i, r in enumerate(m8["answers"], 1)]
+    if not rows:
+        return False, "no answer priced by your cost function"
+    per_1000 = 1000 * sum(float(r["yours"]) for r in rows) / len(rows)
+    return held_to_reference(rows, [("yours", "raglab")], "answer",
+                             f"{len(rows)} answers priced at {m8['model']}'s list price: ${per_1000:.3f} per 1,000 answers",
+                             "priced differently from the list price", "each at the list price")
 
 
 # ---------------------------------------------------------------- access and bake-off
@@ -249,6 +304,9 @@ def no_leaks(a: Artifacts):
     backends = ", ".join(leaks)
     if sum(counts):
         return False, f"{sum(counts)} restricted chunks reached a public user ({backends})"
+    empty = [mode for mode, n in access["returned"].items() if not n]
+    if empty or not access["returned"]:
+        return False, f"a public user got no chunk at all in {', '.join(empty) or 'any mode'}: the rule lets nobody read"
     return True, f"{questions} questions in {len(counts)} backend and mode pairs ({backends}): " \
                  "no restricted chunk reached a public user"
 
@@ -269,47 +327,35 @@ def bakeoff_decided(a: Artifacts):
 
 # ---------------------------------------------------------------- the student's own work
 
-MIN_WHY_WORDS = {"traced_failures": 10, "choice": 15}
-
-
 def failures_traced_by_you(a: Artifacts):
     rows = a.section("traced_failures")
     board = a.json("m5_scoreboard.json")
-    failed = {q["id"] for q in board["questions"] if q["failure"] is not None}
-    stages = set(board["failures"])
+    stage_of = {qid: stage for stage, ids in board["failures"].items() for qid in ids}
     ids = [r["id"] for r in rows]
     if len(set(ids)) < 5:
         return False, f"{len(set(ids))} distinct questions traced (five asked)"
     for n, r in enumerate(rows, 1):
-        if r["id"] not in failed:
+        if r["id"] not in stage_of:
             return False, f"traced failure {n}: {r['id']!r} did not fail on this run's scoreboard"
-        if r["stage"] not in stages:
-            return False, f"traced failure {n}: stage {r['stage']!r} is none of {sorted(stages)}"
-        if len(str(r["why"]).split()) < MIN_WHY_WORDS["traced_failures"]:
-            return False, f"traced failure {n} ({r['id']}): the why has {len(str(r['why']).split())} words " \
-                          f"(at least {MIN_WHY_WORDS['traced_failures']})"
-    return True, f"{len(set(ids))} failures traced, each a failed question with its stage " \
-        f"({', '.join(sorted({r['stage'] for r in rows}))}) and a reason"
-
-
-NUMBER = re.compile(r"(\d+(?:\.\d+)?)(%?)")       # 0.823, or 82% for 0.82
+        if r["stage"] != stage_of[r["id"]]:
+            return False, f"traced failure {n}: {r['id']} failed at {stage_of[r['id']]!r} by the run's records, not {r['stage']!r}"
+    return True, f"{len(set(ids))} failures traced, each to the stage the run's records give " \
+        f"({', '.join(sorted({r['stage'] for r in rows}))}); the explanations are graded by hand"
 
 
 def chunking_choice(a: Artifacts):
     choice, bake = a.section("choice"), a.section("bakeoff")
-    row = next((r for r in bake["table"] if r["chunking"] == choice["chunking"] and r["retriever"] == choice["retriever"]), None)
+    rows = {(r["chunking"], r["retriever"]): r for r in bake["table"]}
+    row = rows.get((choice["chunking"], choice["retriever"]))
     if row is None:
         return False, f"the choice {choice['chunking']} + {choice['retriever']} is not a configuration of the bake-off"
-    why = str(choice["why"])
-    if len(why.split()) < MIN_WHY_WORDS["choice"]:
-        return False, f"the justification has {len(why.split())} words (at least {MIN_WHY_WORDS['choice']})"
-    values = [v for key, v in row.items() if key.startswith(("recall@", "mrr")) and isinstance(v, (int, float))]
-    quoted = [m.group(0) for m in NUMBER.finditer(why)
-              if any(abs(float(m.group(1)) / (100 if m.group(2) else 1) - v) <= 0.005 + 1e-9 for v in values)]
-    if not quoted:
-        return False, f"the justification quotes none of the {choice['chunking']} + {choice['retriever']} row's " \
-                      "scores (recall@k, MRR, to 2 decimals)"
-    return True, f"chose {choice['chunking']} + {choice['retriever']}, justified with {', '.join(quoted[:3])} from its row"
+    metric = bake["metric"]
+    best = max(r[metric] for r in rows.values())
+    why = f"chose {choice['chunking']} + {choice['retriever']}: {metric} {row[metric]:.3f} " \
+          f"[{row[f'{metric}_lo']:.3f}, {row[f'{metric}_hi']:.3f}], the table's best {best:.3f}"
+    if row[f"{metric}_hi"] < best:
+        return False, why + " lies above its interval: the data rules this choice out"
+    return True, why + " within its reach; the reasons are graded by hand"
 
 
 class Submission(Artifacts):
@@ -332,7 +378,12 @@ def own_golden_set(s: Submission):
     return True, f"{report.questions} questions of your own pass the checks ({report.lines()[-1]})"
 
 
+NOT_WRITTEN = "not written"     # a flag that has nothing to judge: it fails (worth nothing) but flags no copy
+
+
 def golden_not_copied(s: Submission):
+    if not (s.where / "golden.jsonl").exists():
+        return False, f"{NOT_WRITTEN}: no golden.jsonl in the submission"
     report = s.golden()
     share = len(report.copies) / max(report.questions, 1)
     return share <= 0.5, f"{len(report.copies)} of {report.questions} questions are the project's ({share:.0%}; more than half is flagged)"
@@ -355,38 +406,62 @@ def _answer_cell(path: Path, marker: str) -> str:
 
 def answer_not_reference(s: Submission, stem: str, marker: str, what: str):
     mine = _answer_cell(s.where / f"{stem}.ipynb", marker)
+    if "raise NotImplementedError" in mine:
+        return False, f"{NOT_WRITTEN}: the {what} (the answer cell still raises NotImplementedError)"
     reference = _answer_cell(config.PROJECT_ROOT / "notebooks" / f"{stem}.ipynb", marker)
     same = _code_lines(mine) == _code_lines(reference)
     return not same, (f"the {what} is the reference solution's, line for line" if same
                       else f"the {what} differs from the reference solution")
 
 
+# (milestone, criterion, check, notebook, the stages of the student's pipeline whose artifacts it reads)
+M = {"01": "1 chunking", "02": "2 dense and keyword retrieval", "03": "3 hybrid search and reranking",
+     "04": "4 cited answers", "05": "5 access and a vector database", "06": "6 evaluation", "07": "7 bake-off",
+     "08": "8 stretch experiments"}
 CRITERIA = [
-    ("1 chunking", "every chunk has an id and a source", chunks_have_ids, "01"),
-    ("1 chunking", "no heading-aware chunk cuts a sentence or a table in half", clean_cuts, "01"),
-    ("2 hybrid search", "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20, "02"),
-    ("2 hybrid search", "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins, "02"),
-    ("3 rerank", "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first, "03"),
-    ("4 cited answers", "answers carry valid citations", valid_citations, "04"),
-    ("4 cited answers", "an invented citation id is caught", invented_id_caught, "04"),
-    ("4 cited answers", "an out-of-corpus question gets the refusal", out_of_corpus_refused, "04"),
-    ("access", "a public user never retrieves a restricted chunk", no_leaks, "05"),
-    ("5 evaluation", "one command printed all four score families", one_command_four_scores, "06"),
-    ("5 evaluation", "every failure is traced to a stage", failures_read, "06"),
-    ("5 evaluation", "five failures traced and explained by the student", failures_traced_by_you, "06"),
-    ("bake-off", "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07"),
-    ("bake-off", "a chunking chosen and justified with the bake-off's numbers", chunking_choice, "07"),
+    (M["01"], "your chunker's chunks have ids and sources and cover every word", chunks_have_ids, "01", ("chunker",)),
+    (M["01"], "your window size fits the model without fragmenting the pages", size_fits, "01", ("chunker", "chunk size")),
+    (M["02"], "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20, "02", ("bm25",)),
+    (M["02"], "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins, "02", ("bm25",)),
+    (M["03"], "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first, "03",
+     ("fusion",)),
+    (M["04"], "answers carry valid citations", valid_citations, "04", ("citation check",)),
+    (M["04"], "an invented citation id is caught", invented_id_caught, "04", ("citation check",)),
+    (M["04"], "an out-of-corpus question gets the refusal", out_of_corpus_refused, "04", ("citation check",)),
+    (M["05"], "a public user never retrieves a restricted chunk", no_leaks, "05", ("access rule",)),
+    (M["06"], "your recall@5 and MRR@10 score this run's rankings as the course defines them", your_metrics, "06",
+     ("recall", "mrr")),
+    (M["06"], "five failures traced to the stage the run's records give", failures_traced_by_you, "06", ("recall", "mrr")),
+    (M["07"], "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07", ("winner rule",)),
+    (M["07"], "a chunking chosen that the bake-off's intervals do not rule out", chunking_choice, "07", ("winner rule",)),
+    (M["08"], "your cost function priced this run's answers at the list price", your_prices, "08", ("answer cost",)),
 ]
 
 # Graded only on a submission (``raglab grade``): what the student brought and wrote.
 SUBMISSION_CRITERIA = [
-    ("5 evaluation", "a golden set of the student's own passes the checks", own_golden_set, "06"),
-    ("flag", "golden set not mostly copied from the project's", golden_not_copied, "06"),
+    (M["06"], "a golden set of the student's own passes the checks", own_golden_set, "06", ()),
+    ("flag", "golden set not mostly copied from the project's", golden_not_copied, "06", ()),
     ("flag", "failure analysis not copied from the reference solution",
-     lambda s: answer_not_reference(s, "06_evaluation", 'record("traced_failures"', "failure analysis"), "06"),
+     lambda s: answer_not_reference(s, "06_evaluation", 'record("traced_failures"', "failure analysis"), "06", ()),
     ("flag", "chunking choice not copied from the reference solution",
-     lambda s: answer_not_reference(s, "07_bakeoff", 'record("choice"', "chunking choice"), "07"),
+     lambda s: answer_not_reference(s, "07_bakeoff", 'record("choice"', "chunking choice"), "07", ()),
 ]
+
+
+def stages_made(where: Path) -> dict:
+    """Who made each stage of the pipeline whose artifacts are in ``where`` (empty if none ran)."""
+    try:
+        return Artifacts(where).section("stages")
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _judge(a: Artifacts, milestone: str, criterion: str, fn, stages: tuple) -> Criterion:
+    """One criterion: failed for its stage when the student's code did not make what it reads."""
+    why = not_yours(a, stages) if stages else None
+    if why:
+        return Criterion(milestone, criterion, False, why, stages)
+    return _guard(milestone, criterion, lambda: fn(a), stages)
 
 
 def check(where: str | Path | None = None, notebooks: list[str] | None = None,
@@ -399,12 +474,24 @@ def check(where: str | Path | None = None, notebooks: list[str] | None = None,
         raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
     keep = {str(n)[:2] for n in notebooks} if notebooks else None
     a = Artifacts(where)
-    results = [_guard(m, c, lambda fn=fn: fn(a)) for m, c, fn, nb in CRITERIA if keep is None or nb in keep]
+    results = [_judge(a, m, c, fn, st) for m, c, fn, nb, st in CRITERIA if keep is None or nb in keep]
     if submission is not None:
         sub = Submission(Path(submission))
-        results += [_guard(m, c, lambda fn=fn: fn(sub)) for m, c, fn, nb in SUBMISSION_CRITERIA
-                    if keep is None or nb in keep]
+        results += [_judge(sub, m, c, fn, st) for m, c, fn, nb, st in SUBMISSION_CRITERIA if keep is None or nb in keep]
     return results
+
+
+def done_when(notebook: str, where: str | Path | None = None):
+    """The end of a milestone notebook: its rubric criteria on what this run saved, as the instructor's
+    checker will read them (a Markdown table: each criterion, the stages it reads, pass or fail, and why)."""
+    from IPython.display import Markdown  # lazy: only in a notebook
+
+    results = check(where, notebooks=[notebook])
+    rows = [f"| {r.criterion} | {', '.join(r.stages) or '-'} | {'**PASS**' if r.passed else '**FAIL**'} | "
+            f"{r.why.replace('|', '/')} |" for r in results]
+    done = sum(r.passed for r in results)
+    return Markdown("\n".join([f"**Done when**, read by the checker: {done} of {len(results)} criteria pass.", "",
+                               "| criterion | reads the stages | result | why |", "|---|---|---|---|", *rows]))
 
 
 def format_rubric(results: list[Criterion], where: Path | None = None) -> str:
@@ -413,9 +500,9 @@ def format_rubric(results: list[Criterion], where: Path | None = None) -> str:
     lines = ["# Milestone rubric", ""]
     if where is not None:
         lines += [f"Artifacts: `{where}`", ""]
-    lines += ["| milestone | criterion | result | why |", "|---|---|---|---|"]
-    lines += [f"| {r.milestone} | {r.criterion} | {'PASS' if r.passed else 'FAIL'} | {r.why.replace('|', '/')} |"
-              for r in results]
+    lines += ["| milestone | criterion | reads the stages | result | why |", "|---|---|---|---|---|"]
+    lines += [f"| {r.milestone} | {r.criterion} | {', '.join(r.stages) or '-'} | {'PASS' if r.passed else 'FAIL'} | "
+              f"{r.why.replace('|', '/')} |" for r in results]
     lines += ["", f"{passed} of {len(results)} criteria pass."]
     return "\n".join(lines) + "\n"
 

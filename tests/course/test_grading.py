@@ -5,9 +5,9 @@
   release while the milestone's own cells still run, and the solution passes (nbval runs the instructor's
   notebooks, hidden tests included);
 - each write-it exercise's hidden tests fail a "solution" that is raglab's own function, or a wrapper;
-- ``raglab grade`` on a simulated class of four (complete; a chunker that drops text; a citation check
-  that lets a forged number through; a notebook failing and one missing) gives each the expected grades
-  in the gradebook CSV, and the feedback page opens in headless Chromium.
+- ``raglab grade`` on a simulated class of eight archetypes over milestones 1 and 4 (``CLASS``: complete,
+  blank, library copies, a bug in each code exercise, wrong choices, half done, a notebook that raises,
+  one bug) gives each the gradebook row stated for it, and the feedback page opens in headless Chromium.
 """
 import csv
 import json
@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.course import exercises, grading
+from raglab.course import exercises, grading, rubric
 from raglab.surfaces.cli import main
 
 ASSIGNED = ["01_ingest_and_chunking", "04_cited_answers"]
@@ -52,16 +52,59 @@ def test_a_self_check_prints_pass_or_raises_with_the_reason(capsys):
             exercises.check("t", test)
 
 
-def test_the_library_stands_in_while_the_students_function_is_blank(capsys):
-    def blank(x):
-        raise NotImplementedError
+def _notebook_function(source: str, **names):
+    """A function defined as in a notebook cell (module ``__main__``), with these names in its globals."""
+    ns = {"__name__": "__main__", **names}
+    exec(source, ns)
+    return next(v for k, v in ns.items() if callable(v) and getattr(v, "__module__", None) == "__main__"
+                and k not in names)
 
-    def written(x):
-        return x
 
-    assert exercises.yours_or_library(blank, abs, -1) is abs
-    assert exercises.yours_or_library(written, abs, -1) is written
-    assert "not written yet" in capsys.readouterr().out
+def test_the_seam_uses_the_students_function_raglabs_while_it_is_blank_and_records_which(tmp_path, monkeypatch, capsys):
+    """``stage`` runs the student's function as the pipeline's stage, raglab's while it is blank or fails, and
+    a copy of raglab's as a copy; the results file records who made the stage and a hash of its source."""
+    import raglab as rl
+    from raglab.course import artifacts
+
+    monkeypatch.setenv(artifacts.ENV, str(tmp_path))
+    blank = _notebook_function("def my_rrf(r, k=60):\n    raise NotImplementedError")
+    broken = _notebook_function("def my_rrf(r, k=60):\n    return r['missing']")
+    copied = _notebook_function("def my_rrf(r, k=60):\n    return rl.rrf(r, k)", rl=rl)
+    mine = _notebook_function("def my_rrf(r, k=60):\n    s = {}\n    for ids in r.values():\n"
+                              "        for n, d in enumerate(ids, 1):\n            s[d] = s.get(d, 0) + 1 / (k + n)\n"
+                              "    return sorted(s.items(), key=lambda kv: -kv[1])")
+    probe = {"a": ["x", "y"], "b": ["y"]}
+    made = {}
+    for fn, used, by in [(blank, rl.rrf, "raglab"), (broken, rl.rrf, "raglab"), (copied, copied, "copy"), (mine, mine, "yours")]:
+        assert exercises.stage("fusion", fn, rl.rrf, probe) is used
+        made[fn] = artifacts.load_results(tmp_path)["stages"]["fusion"]
+        assert made[fn]["by"] == by and made[fn]["milestone"] == "03"
+    out = capsys.readouterr().out
+    assert "raglab's `rrf` stands in (your `my_rrf` is not written yet)" in out and "KeyError: 'missing'" in out
+    assert "calls raglab's `rrf`" in made[copied]["why"] and made[blank]["sha256"] is None
+    assert made[mine]["sha256"] == exercises.fingerprint(mine) != exercises.fingerprint(copied)
+    def not_set():
+        raise NameError("name 'my_size' is not defined")
+
+    assert exercises.choice("chunk size", not_set, 150) == 150
+    assert exercises.choice("chunk size", lambda: 90, 150) == 90
+    st = artifacts.load_results(tmp_path)["stages"]
+    assert st["chunk size"] == {"milestone": "01", "stage": "the window size", "by": "yours", "value": 90, "why": "your choice"}
+    assert st["fusion"]["by"] == "yours"                       # each stage's record kept beside the others
+
+
+def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
+    """The seam's copy check and the autograder's hidden own-work test guard the same raglab functions."""
+    named = {}
+    for stem, answer, selfcheck in _write_it_exercises():
+        for call in re.finditer(r"own_work\(\s*(\w+),\s*(.*?),\s*probe=", selfcheck, re.S):
+            named[call.group(1)] = {part.strip().rsplit(".", 1)[-1] for part in call.group(2).split(",")}
+    stages = {"chunk_words": "chunker", "bm25_scores": "bm25", "my_rrf": "fusion", "invalid_citations": "citation check",
+              "visible_rows": "access rule", "recall_at_k": "recall", "mrr_at_k": "mrr", "pick_winner": "winner rule",
+              "cost_per_answer": "answer cost"}
+    assert set(named) == set(stages)
+    for fn, stage in stages.items():
+        assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
 
 
 def test_own_work_catches_the_library_function_a_wrapper_and_a_renamed_call():
@@ -148,10 +191,27 @@ def test_the_release_has_every_notebook_and_no_solution(released):
     assert all(not c.outputs for c in nb.cells if c.cell_type == "code")
 
 
+@pytest.fixture(scope="module")
+def blank_artifacts(tmp_path_factory):
+    """One artifacts folder for the blank release's notebooks, run in order as a student runs them."""
+    return tmp_path_factory.mktemp("blank-artifacts")
+
+
 @pytest.mark.parametrize("stem", [p.stem for p in grading.notebooks()])
-def test_the_blank_release_fails_every_self_check_and_still_runs(released, stem):
+def test_the_blank_release_fails_every_self_check_and_still_runs(released, blank_artifacts, stem):
     """What `raglab release --prove` checks, for every notebook (00 is set-up: it has no exercise)."""
-    assert grading.prove(stem, released) == []
+    assert grading.prove(stem, released, artifacts_dir=blank_artifacts) == []
+
+
+def test_the_blank_release_earns_no_rubric_criterion(released, blank_artifacts):
+    """The blank notebooks, run in order (above, or here when this test runs alone), saved every milestone's
+    artifacts with raglab's stand-ins: the rubric fails every criterion, each for the stage raglab made."""
+    if not (blank_artifacts / "results.json").exists():
+        for path in grading.notebooks(released):
+            grading.prove(path.stem, released, artifacts_dir=blank_artifacts)
+    results = rubric.check(blank_artifacts)
+    assert len(results) == len(rubric.CRITERIA) and not any(r.passed for r in results)
+    assert sum("is not yours" in r.why for r in results) == len(results), [r.why for r in results if "is not yours" not in r.why]
 
 
 # ---------------------------------------------------------------- a simulated class (slow)
@@ -174,9 +234,11 @@ def _submit(release_dir: Path, dest: Path, stem: str, answers: dict[str, str] | 
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution"):
             body = _solution_body(solutions[meta["grade_id"]])
-            for fn, code in (answers or {}).items():
-                if re.search(rf"^def {fn}\(", body, re.M):
-                    body = code
+            for name, code in (answers or {}).items():
+                if re.search(rf"^def {name}\(", body, re.M):
+                    body = code                                   # a function: the whole answer
+                elif re.search(rf"^{name} = ", body, re.M):       # a choice: that line
+                    body = re.sub(rf"^{name} = .*$", code, body, count=1, flags=re.M)
             cell.source = body
     if edit:
         edit(nb)
@@ -184,15 +246,35 @@ def _submit(release_dir: Path, dest: Path, stem: str, answers: dict[str, str] | 
     nbformat.write(nb, dest / f"{stem}.ipynb")
 
 
-DROPS_TEXT = '''def chunk_words(words, size=150, overlap=30):
-    """My windows."""
-    return [words[i:i + size] for i in range(0, max(len(words) - size, 1), size - overlap)]'''
+# ---- the archetypes' answers (by the function or variable their answer cell defines)
 
-LETS_FORGED_THROUGH = '''import re
+DROPS_TEXT = """def chunk_words(words, size=150, overlap=30):
+    \"\"\"My windows.\"\"\"
+    return [words[i:i + size] for i in range(0, max(len(words) - size, 1), size - overlap)]"""
+
+LETS_FORGED_THROUGH = """import re
 
 def invalid_citations(answer, n_sources):
-    """Only absurd numbers are forged."""
-    return [n for n in re.findall(r"\\[(\\d+)\\]", answer) if int(n) > 50]'''
+    \"\"\"Only absurd numbers are forged.\"\"\"
+    return [n for n in re.findall(r"\\[(\\d+)\\]", answer) if int(n) > 50]"""
+
+COPIES_THE_CHUNKER = """def chunk_words(words, size=150, overlap=30):
+    \"\"\"raglab's windows, called directly.\"\"\"
+    text = " ".join(words)
+    nth = {start: n for n, (start, _) in enumerate(rl.chunking.word_positions(text))}
+    return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunking.word_spans(text, size, overlap)]"""
+
+WRAPS_THE_CHECK = """from raglab.generate import parse_citations as find_markers
+
+def _numbers(answer):
+    return find_markers(answer)
+
+def invalid_citations(answer, n_sources):
+    \"\"\"The numbers past the sources, by a helper under another name.\"\"\"
+    return [c for c in _numbers(answer) if not (c.isdigit() and 1 <= int(c) <= n_sources)]"""
+
+TEN_WORD_WINDOWS = "my_size = 10"
+THRESHOLD_ZERO = "my_threshold = 0.0"
 
 
 def _break_a_milestone_cell(nb):
@@ -200,17 +282,44 @@ def _break_a_milestone_cell(nb):
     cell.source = cell.source.replace('rl.ChunkSettings("large")', 'rl.ChunkSettings("larg")')
 
 
+def _hand_in_blank(release_dir: Path, dest: Path, stem: str) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(release_dir / f"{stem}.ipynb", dest / f"{stem}.ipynb")
+
+
+# Each archetype: {notebook: answers by name, "blank", "broken" or None (not handed in)}, and the row the
+# gradebook must give it: autograder points lost per check column, notebooks that ran, rubric criteria failed.
+CLASS = {
+    "ada": ({"01_ingest_and_chunking": {}, "04_cited_answers": {}}, "complete: the solutions"),
+    "bo": ({"01_ingest_and_chunking": "blank", "04_cited_answers": "blank"}, "the blank release, handed in unchanged"),
+    "cal": ({"01_ingest_and_chunking": {"chunk_words": COPIES_THE_CHUNKER},
+             "04_cited_answers": {"invalid_citations": WRAPS_THE_CHECK}}, "library copies: a direct call, a renamed wrapper"),
+    "ben": ({"01_ingest_and_chunking": {"chunk_words": DROPS_TEXT},
+             "04_cited_answers": {"invalid_citations": LETS_FORGED_THROUGH}}, "one edge-case bug per code exercise"),
+    "dan": ({"01_ingest_and_chunking": {"my_size": TEN_WORD_WINDOWS},
+             "04_cited_answers": {"my_threshold": THRESHOLD_ZERO}}, "plausible but wrong choices"),
+    "eve": ({"01_ingest_and_chunking": {}, "04_cited_answers": "blank"}, "half the milestones done"),
+    "fay": ({"01_ingest_and_chunking": "broken", "04_cited_answers": None}, "a notebook that raises, one not handed in"),
+    "gus": ({"01_ingest_and_chunking": {"chunk_words": DROPS_TEXT}, "04_cited_answers": {}}, "one bug, the rest complete"),
+}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Four students, two notebooks each, graded by the CLI verb."""
+    """The simulated class, two milestones each, graded by the CLI verb."""
     base = tmp_path_factory.mktemp("class")
     release_dir = grading.release(base / "course", only=ASSIGNED)
     klass = base / "class"
-    for stem in ASSIGNED:
-        _submit(release_dir, klass / "ada", stem)
-        _submit(release_dir, klass / "ben", stem, {"chunk_words": DROPS_TEXT})
-        _submit(release_dir, klass / "cy", stem, {"invalid_citations": LETS_FORGED_THROUGH})
-    _submit(release_dir, klass / "dee", ASSIGNED[0], edit=_break_a_milestone_cell)     # 04 not handed in
+    for student, (work, _) in CLASS.items():
+        for stem, answers in work.items():
+            if answers is None:
+                continue
+            if answers == "blank":
+                _hand_in_blank(release_dir, klass / student, stem)
+            elif answers == "broken":
+                _submit(release_dir, klass / student, stem, edit=_break_a_milestone_cell)
+            else:
+                _submit(release_dir, klass / student, stem, answers)
     out = base / "grades"
     here = os.getcwd()
     os.chdir(base)                 # relative paths, as a student types them (nbgrader changes folders as it works)
@@ -223,9 +332,23 @@ def graded(tmp_path_factory):
     return out, rows
 
 
+def _total(row) -> float:
+    return float(row["autograder points"]) + int(row["rubric passed"]) + int(row["notebooks ran"])
+
+
+def _lost(rows, student) -> set[str]:
+    """The check columns where the student got less than the complete submission."""
+    ada = rows["ada"]
+    return {c for c, v in rows[student].items() if re.match(r"\d\d \d\d-check-", c) and float(v) < float(ada[c])}
+
+
+def _failed(rows, student) -> set[str]:
+    return {c.removeprefix("rubric: ") for c, v in rows[student].items() if c.startswith("rubric: ") and v == "0"}
+
+
 def test_the_gradebook_has_a_row_per_student_and_a_column_per_criterion(graded):
     out, rows = graded
-    assert sorted(rows) == ["ada", "ben", "cy", "dee"]
+    assert sorted(rows) == sorted(CLASS)
     columns = list(next(iter(rows.values())))
     assert {"01 01-check-1", "04 04-check-1", "ran 01", "ran 04", "autograder points", "rubric passed"} <= set(columns)
     assert sum(c.startswith("rubric: ") for c in columns) == 5      # milestones 1 and 4 only
@@ -237,34 +360,219 @@ def test_the_complete_submission_gets_full_marks(graded):
     ada = rows["ada"]
     assert ada["autograder points"] == ada["autograder max"] and float(ada["autograder max"]) >= 8
     assert ada["ran 01"] == ada["ran 04"] == "1" and ada["rubric passed"] == ada["rubric criteria"] == "5"
+    assert ada["flags"] == ""
 
 
-def test_the_chunker_that_drops_text_loses_exactly_its_exercise(graded):
-    _, rows = graded
-    ada, ben = rows["ada"], rows["ben"]
-    assert float(ben["01 01-check-1"]) == 0 and float(ada["01 01-check-1"]) == 2
-    assert float(ben["autograder points"]) == float(ada["autograder points"]) - 2
-    assert ben["ran 01"] == "1" and ben["rubric passed"] == "5"
-
-
-def test_the_forged_citation_let_through_loses_exactly_its_exercise(graded):
+def test_the_blank_release_gets_nothing_in_any_column(graded):
     out, rows = graded
-    cy = rows["cy"]
-    assert float(cy["04 04-check-1"]) == 0 and float(cy["autograder points"]) == float(rows["ada"]["autograder points"]) - 2
-    page = (out / "feedback" / "cy.html").read_text()
-    assert "04-check-1" in page and "one source past the end" in page      # the failing check and why
+    bo = rows["bo"]
+    numbers = {c: v for c, v in bo.items() if c not in ("student", "flags", "autograder max", "rubric criteria")}
+    assert all(float(v) == 0 for v in numbers.values()), {c: v for c, v in numbers.items() if float(v)}
+    assert bo["flags"] == ""
+    page = (out / "feedback" / "bo.html").read_text()
+    assert "ran, but no exercise is done" in page and "raglab&#x27;s fallback (worth nothing)" in page
+
+
+def test_copies_of_raglab_are_flagged_and_worth_nothing_for_their_stage(graded):
+    out, rows = graded
+    cal = rows["cal"]
+    assert _lost(rows, "cal") == {"01 01-check-1", "04 04-check-1"}          # the hidden own-work tests
+    assert _failed(rows, "cal") == {c for c in _failed(rows, "bo")}            # every criterion reads a copied stage
+    assert "chunker: a copy of raglab's function" in cal["flags"] and "citation check: a copy" in cal["flags"]
+    page = (out / "feedback" / "cal.html").read_text()
+    assert "calls raglab&#x27;s `word_spans`" in page and "a copy of raglab&#x27;s function (worth nothing)" in page
+
+
+def test_a_bug_in_each_code_exercise_shows_in_that_students_own_numbers(graded):
+    out, rows = graded
+    assert _lost(rows, "ben") == {"01 01-check-1", "04 04-check-1"}
+    failed = _failed(rows, "ben")
+    assert "your chunker's chunks have ids and sources and cover every word" in failed     # the dropped tail
+    assert "an invented citation id is caught" in failed                                  # [6] let through
+    assert "answers carry valid citations" not in failed and "an out-of-corpus question gets the refusal" not in failed
+    page = (out / "feedback" / "ben.html").read_text()
+    assert "words of the pages are in no chunk" in page and "one source past the end" in page
+    assert _lost(rows, "gus") == {"01 01-check-1"} and "an invented citation id is caught" not in _failed(rows, "gus")
+
+
+def test_wrong_choices_fail_their_checks_both_ways(graded):
+    _, rows = graded
+    assert _lost(rows, "dan") == {"01 01-check-2", "04 04-check-2"}
+    assert _failed(rows, "dan") == {"your window size fits the model without fragmenting the pages"}
 
 
 def test_the_failing_and_missing_notebooks_show(graded):
     out, rows = graded
-    dee = rows["dee"]
-    assert dee["ran 01"] == "0" and dee["ran 04"] == "0"
-    ada_04 = sum(float(v) for c, v in rows["ada"].items() if c.startswith("04 "))
-    assert ada_04 >= 4 and all(float(v) == 0 for c, v in dee.items() if c.startswith("04 "))
-    assert float(dee["autograder points"]) <= float(rows["ada"]["autograder points"]) - ada_04
-    assert int(dee["rubric passed"]) < 5
-    page = (out / "feedback" / "dee.html").read_text()
+    fay = rows["fay"]
+    assert fay["ran 01"] == "0" and fay["ran 04"] == "0"
+    assert all(float(v) == 0 for c, v in fay.items() if c.startswith("04 "))
+    # her chunker made its chunks at her size before the broken cell's names ran out in the save cell: that
+    # criterion stands; the corpus record after it was never written, and milestone 4 never ran
+    assert _failed(rows, "fay") == set(_failed(rows, "bo")) - {"your window size fits the model without fragmenting the pages"}
+    page = (out / "feedback" / "fay.html").read_text()
     assert "04_cited_answers: missing" in page and "larg" in page
+
+
+def test_the_class_ranks_as_its_work(graded):
+    """Complete above one bug, above a bug in every exercise and wrong choices, above half done, above
+    nothing; the blank release is worth 0, and so is a copy's stage. (A bug in every code exercise ranks
+    above half the milestones not done: every stage of that capstone exists and runs, and each bug costs
+    its exercise's points and the criteria its numbers fail.)"""
+    _, rows = graded
+    total = {s: _total(r) for s, r in rows.items()}
+    assert total["bo"] == 0
+    assert total["ada"] > total["gus"] > total["ben"] > total["eve"] > total["bo"]
+    assert total["ada"] > total["dan"] > total["eve"]
+    assert total["eve"] > total["fay"] >= total["bo"]
+    print("\n" + "\n".join(f"{s:<4} {CLASS[s][1]:<50} {total[s]:>5g}" for s in CLASS))
+
+
+# ---------------------------------------------------------------- the whole course (run on demand)
+
+COPIES = {  # each code exercise handed in as raglab's own function behind the student's name
+    "01_ingest_and_chunking": {"chunk_words": COPIES_THE_CHUNKER},
+    "02_dense_and_bm25": {"bm25_scores": "def bm25_scores(query_tokens, docs_tokens, k1=1.5, b=0.75):\n"
+                                         "    return library_bm25_scores(query_tokens, docs_tokens, k1, b)"},
+    "03_hybrid_rrf_rerank": {"my_rrf": "def my_rrf(rankings, k=60):\n    return rl.rrf(rankings, k)"},
+    "04_cited_answers": {"invalid_citations": WRAPS_THE_CHECK},
+    "05_access_and_vector_db": {"visible_rows": "def visible_rows(chunk_access, user_groups):\n"
+                                                "    return library_visible_rows(chunk_access, user_groups)"},
+    "06_evaluation": {"recall_at_k": "def recall_at_k(ranked_docs, relevant_docs, k):\n"
+                                     "    return rl.evaluation.metrics.recall(list(ranked_docs), set(relevant_docs), k)\n\n\n"
+                                     "def mrr_at_k(ranked_docs, relevant_docs, k=10):\n"
+                                     "    return rl.evaluation.metrics.reciprocal_rank(list(ranked_docs), set(relevant_docs), k)"},
+    "07_bakeoff": {"pick_winner": "def pick_winner(rows, k=5):\n    return library_pick_winner(rows, k)"},
+    "08_stretch_experiments": {"cost_per_answer": "def cost_per_answer(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m):\n"
+                                                  "    return library_cost(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m)"},
+}
+BUGS = {  # one edge-case bug in each code exercise
+    "01_ingest_and_chunking": {"chunk_words": DROPS_TEXT},
+    "02_dense_and_bm25": {"bm25_scores": """import collections
+import math
+
+def bm25_scores(query_tokens, docs_tokens, k1=1.5, b=0.75):
+    \"\"\"A repeated query term counted once.\"\"\"
+    n_docs = len(docs_tokens)
+    avgdl = sum(len(doc) for doc in docs_tokens) / n_docs
+    holding = collections.Counter(term for doc in docs_tokens for term in set(doc))
+    out = []
+    for doc in docs_tokens:
+        tf = collections.Counter(doc)
+        norm = k1 * (1 - b + b * len(doc) / avgdl)
+        out.append(sum(math.log(1 + (n_docs - holding[t] + 0.5) / (holding[t] + 0.5)) * tf[t] * (k1 + 1) / (tf[t] + norm)
+                       for t in set(query_tokens) if tf[t]))
+    return out"""},
+    "03_hybrid_rrf_rerank": {"my_rrf": """def my_rrf(rankings, k=60):
+    \"\"\"Ranks from 0.\"\"\"
+    scores = {}
+    for ranked in rankings.values():
+        for rank, doc in enumerate(ranked):
+            scores[doc] = scores.get(doc, 0.0) + 1 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])"""},
+    "04_cited_answers": {"invalid_citations": LETS_FORGED_THROUGH},
+    "05_access_and_vector_db": {"visible_rows": """def visible_rows(chunk_access, user_groups):
+    \"\"\"Forgets that everyone is in public.\"\"\"
+    return [i for i, access in enumerate(chunk_access) if set(user_groups) & set(access)]"""},
+    "06_evaluation": {"recall_at_k": """def recall_at_k(ranked_docs, relevant_docs, k):
+    \"\"\"Counts one past k.\"\"\"
+    relevant = set(relevant_docs)
+    return len(relevant & set(ranked_docs[:k + 1])) / len(relevant) if relevant else 0.0
+
+
+def mrr_at_k(ranked_docs, relevant_docs, k=10):
+    \"\"\"No cut at k.\"\"\"
+    for rank, doc in enumerate(ranked_docs, 1):
+        if doc in set(relevant_docs):
+            return 1 / rank
+    return 0.0"""},
+    "07_bakeoff": {"pick_winner": """def pick_winner(rows, k=5):
+    \"\"\"Recall alone: ties go to the first row.\"\"\"
+    best = max(rows, key=lambda row: row[f"recall@{k}"])
+    return best["chunking"], best["retriever"]"""},
+    "08_stretch_experiments": {"cost_per_answer": """def cost_per_answer(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m):
+    \"\"\"Prices per thousand tokens.\"\"\"
+    return (prompt_tokens * price_in_per_m + completion_tokens * price_out_per_m) / 1_000"""},
+}
+
+
+@pytest.mark.skipif(os.environ.get("RAGLAB_FULL_CLASS") != "1", reason="the whole course for five archetypes takes "
+                    "about half an hour: RAGLAB_FULL_CLASS=1 runs it")
+def test_the_whole_course_grades_each_archetype(tmp_path):
+    """All eight milestones for five archetypes: complete, blank, half done, a copy in every code exercise, an
+    edge-case bug in every code exercise."""
+    stems = [p.stem for p in grading.notebooks() if p.stem[:2] != "00"]
+    release_dir = grading.release(tmp_path / "course", only=stems)
+    klass = tmp_path / "class"
+    for stem in stems:
+        _submit(release_dir, klass / "complete", stem)
+        _hand_in_blank(release_dir, klass / "blank", stem)
+        if stem[:2] <= "04":
+            _submit(release_dir, klass / "half", stem)
+        else:
+            _hand_in_blank(release_dir, klass / "half", stem)
+        _submit(release_dir, klass / "copies", stem, COPIES[stem])
+        _submit(release_dir, klass / "bugs", stem, BUGS[stem])
+    grades = {g.student: g for g in grading.grade_class(klass, tmp_path / "grades")}
+    print("\n" + grading.format_grades(list(grades.values())))
+    for g in grades.values():
+        print(g.student, "rubric failed:", [r.criterion for r in g.criteria if not r.passed])
+    complete, blank, half, copies, bugs = (grades[s] for s in ("complete", "blank", "half", "copies", "bugs"))
+    assert complete.points[0] == complete.points[1] and complete.rubric_passed == len(complete.criteria) == 14
+    assert complete.ran_ok == 8 and complete.by_hand[2] == 2                  # two prose answers to grade
+    assert blank.points[0] == 0 and blank.ran_ok == 0 and blank.rubric_passed == 0 and blank.by_hand[:3:2] == (0, 0)
+    assert copies.rubric_passed == 0 and len([f for f in copies.flags if "copy" in f]) == 9
+    lost = {c.notebook for c in copies.checks if c.score < c.points and not c.by_hand}
+    assert lost == set(stems)                                                 # each copy loses its exercise
+    assert {c.notebook for c in bugs.checks if c.score < c.points and not c.by_hand} == set(stems)
+    assert complete.points[0] > bugs.points[0] > blank.points[0] and complete.points[0] > half.points[0] > 0
+    assert half.ran_ok == 4 and 0 < half.rubric_passed < complete.rubric_passed
+
+
+# ---------------------------------------------------------------- prose graded by hand (slow)
+
+@pytest.fixture(scope="module")
+def graded_by_hand(tmp_path_factory):
+    """Milestone 7 handed in by two students (the solution's prose, and the blank), graded three times: before
+    the instructor enters points, after, and after the student changed the answer."""
+    base = tmp_path_factory.mktemp("byhand")
+    release_dir = grading.release(base / "course", only=["07_bakeoff"])
+    _submit(release_dir, base / "class" / "ada", "07_bakeoff")
+    _hand_in_blank(release_dir, base / "class" / "bo", "07_bakeoff")
+    out = base / "grades"
+
+    def grade():
+        grading.grade_class(base / "class", out)
+        with open(out / "gradebook.csv", newline="") as fh:
+            return {r["student"]: r for r in csv.DictReader(fh)}
+
+    first = grade()
+    grading.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 2)
+    entered = grade()
+    path = base / "class" / "ada" / "07_bakeoff.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and grading.BY_HAND.match(c.source))
+    cell.source += "\n\nI also re-ran it with the reranker on the full docs."
+    nbformat.write(nb, path)
+    changed = grade()
+    return out, first, entered, changed
+
+
+def test_prose_is_to_grade_until_the_instructor_enters_points(graded_by_hand):
+    out, first, entered, changed = graded_by_hand
+    ada, bo = first["ada"], first["bo"]
+    assert ada["07 07-by-hand-1"] == "to grade" and ada["to grade"] == "1" and ada["by-hand points"] == "0.0"
+    assert ada["by-hand max"] == "3.0" and float(ada["autograder points"]) == float(ada["autograder max"])
+    assert bo["07 07-by-hand-1"] == "0.0" and bo["to grade"] == "0"            # nothing written: nothing to grade
+    assert entered["ada"]["07 07-by-hand-1"] == "2.0" and entered["ada"]["by-hand points"] == "2.0"
+    assert entered["ada"]["to grade"] == "0"                                    # kept across the re-grade
+    assert changed["ada"]["07 07-by-hand-1"] == "to grade"                      # a changed answer is graded again
+    assert "waiting for the instructor" in (out / "feedback" / "ada.html").read_text()      # the last run's page
+
+
+def test_points_outside_the_cells_range_are_refused(graded_by_hand):
+    out = graded_by_hand[0]
+    with pytest.raises(ValueError, match="outside 0..3"):
+        grading.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 4)
 
 
 def test_the_feedback_page_in_chromium(graded, tmp_path):

@@ -183,7 +183,7 @@ def test_a_changed_result_changes_the_report(project_artifacts, tmp_path):
     shutil.copytree(project_artifacts, copy)
     results = artifacts.load_results(copy)
     results["evaluation"]["retrieval"]["bm25"]["mrr"] = {"value": 0.1234, "ci_low": 0.0567, "ci_high": 0.2891}
-    results["access"]["leaks"]["FAISS"]["dense"] = 7
+    results["access"]["leaks"]["FAISS, your rule"]["dense"] = 7
     artifacts.save_json(artifacts.RESULTS, results, copy)
     md = write_report(copy, tmp_path / "report")[0].read_text()
     assert "0.123 [0.057, 0.289]" in md

@@ -1,7 +1,6 @@
 """The instructor's rubric: it passes on the project's own artifacts, and each broken copy fails
 the criterion it breaks, for the reason it was broken, and no other."""
 import json
-import re
 import shutil
 
 import pytest
@@ -13,7 +12,6 @@ from raglab.course.rubric import (
     Artifacts,
     _guard,
     check,
-    clean_cuts,
     no_leaks,
     run_check,
 )
@@ -33,7 +31,7 @@ def verdicts(where):
 
 def only_failure(where, criterion_fn):
     """The one failing criterion (broken copies must break exactly one), and its reason."""
-    name = next(c for _, c, fn, _nb in CRITERIA if fn is criterion_fn)
+    name = next(c for _, c, fn, _nb, _st in CRITERIA if fn is criterion_fn)
     failed = [r for r in check(where) if not r.passed]
     assert [r.criterion for r in failed] == [name], [(r.criterion, r.why) for r in failed]
     return failed[0].why
@@ -64,7 +62,7 @@ def test_a_chunk_without_a_source_fails(copy):
     from raglab.course.rubric import chunks_have_ids
 
     def drop(rows):
-        rows[7]["doc"] = ""
+        rows[7]["doc"] = ""               # a chunk of your chunker's
         return rows
     edit_jsonl(copy / "m1_chunks.jsonl", drop)
     assert "m1_chunks.jsonl:8: chunk without a source" in only_failure(copy, chunks_have_ids)
@@ -80,77 +78,48 @@ def test_a_duplicate_chunk_id_fails(copy):
     assert "appears twice" in only_failure(copy, chunks_have_ids)
 
 
-def test_a_heading_chunk_cut_mid_sentence_fails(copy):
-    def cut(rows):
-        r = next(r for r in rows if r["chunking"].startswith("headings") and len(r["text"]) > 200)
-        r["text"], r["following"] = r["text"][:101].rstrip() + " mid", "dle of a word."
+def test_a_chunker_that_drops_a_pages_tail_fails(copy):
+    from raglab.course.rubric import chunks_have_ids
+
+    def drop_tail(rows):
+        last = max(n for n, r in enumerate(rows) if r["doc"] == "library/json.txt" and r["chunking"] == "yours 150/30")
+        r = rows[last]
+        r["end"] = r["start"] + len(r["text"]) // 2
         return rows
-    edit_jsonl(copy / "m1_chunks.jsonl", cut)
-    assert "cuts a sentence in half" in only_failure(copy, clean_cuts)
+    edit_jsonl(copy / "m1_chunks.jsonl", drop_tail)
+    why = only_failure(copy, chunks_have_ids)
+    assert "yours 150/30:" in why and "words of the pages are in no chunk (first on library/json.txt)" in why
 
 
-HARD_WRAP = re.compile(r"[a-z,]\n[ \t]*[a-z]")     # a line end inside a sentence of a wrapped paragraph
+@pytest.mark.parametrize("size,reason", [(10, "fragments too small"), (150, "at most 10% may be cut")])
+def test_a_window_that_fragments_or_overflows_fails(copy, python_docs, size, reason):
+    from raglab.course.rubric import size_fits
+
+    chunks = chunk_corpus(python_docs, ChunkSettings("words", size, size // 5))
+    rows = artifacts.load_jsonl("m1_chunks.jsonl", copy)
+    artifacts.save_chunks({f"yours {size}/{size // 5}": chunks}, python_docs, where=copy)
+    edit_jsonl(copy / "m1_chunks.jsonl", lambda new: rows + [r for r in new if r["chunking"] != "yours 150/30"])
+    edit_results(copy, "stages", lambda st: st["chunk size"].update(value=size))
+    assert reason in only_failure(copy, size_fits)
 
 
-def cut_at_a_line_end(r):
-    """Cut a chunk at a line end in the middle of one of its sentences (what a careless chunker does)."""
-    m = HARD_WRAP.search(r["text"], len(r["text"]) // 3)
-    end = m.start() + 1
-    r["text"], r["following"] = r["text"][:end], artifacts.following(r["text"], end)
-    return r
+@pytest.mark.parametrize("by,why", [("raglab", "your `chunk_words` is not written yet"),
+                                    ("copy", "`chunk_words` calls raglab's `word_spans`")])
+def test_a_stage_raglab_made_fails_every_criterion_that_reads_it_and_no_other(copy, by, why):
+    edit_results(copy, "stages", lambda st: st["chunker"].update(by=by, why=why))
+    failed = [r for r in check(copy) if not r.passed]
+    reads = [c for _, c, _fn, _nb, stages in CRITERIA if "chunker" in stages]
+    assert [r.criterion for r in failed] == reads and len(reads) == 2
+    assert all(f"the stage 'chunker' is not yours: {why}" == r.why for r in failed)
 
 
-def test_a_heading_chunk_cut_at_a_hard_wrapped_line_end_fails(copy):
-    def cut(rows):
-        r = next(r for r in rows if r["chunking"].startswith("headings") and HARD_WRAP.search(r["text"], len(r["text"]) // 3))
-        cut_at_a_line_end(r)
-        return rows
-    edit_jsonl(copy / "m1_chunks.jsonl", cut)
-    assert "cuts a sentence in half" in only_failure(copy, clean_cuts)
-
-
-@pytest.fixture(scope="module")
-def m1(python_docs, tmp_path_factory):
-    """The small profile's heading-aware chunks saved as notebook 01 saves them, and the page texts."""
-    where = tmp_path_factory.mktemp("m1")
-    chunks_by = {s.label(): chunk_corpus(python_docs, s) for s in (ChunkSettings("headings"),
-                                                                    ChunkSettings("headings", prefix=True))}
-    artifacts.save_chunks(chunks_by, python_docs, where=where)
-    return where / "m1_chunks.jsonl", {d.id: d.text for d in python_docs}
-
-
-def clean_cuts_of(rows, tmp_path):
-    artifacts.save_jsonl("m1_chunks.jsonl", rows, tmp_path)
-    return _guard("1", "clean cuts", lambda: clean_cuts(Artifacts(tmp_path)))
-
-
-def test_the_chunkers_own_cuts_pass(m1, tmp_path):
-    path, _ = m1
-    verdict = clean_cuts_of(artifacts.load_jsonl(path.name, path.parent), tmp_path)
-    assert verdict.passed, verdict.why
-    assert "inside one sentence or block longer than the window" in verdict.why   # the chunker's allowed cuts
-
-
-def test_a_cut_at_a_hard_wrapped_line_end_fails(m1, tmp_path):
-    path, texts = m1
-    rows = artifacts.load_jsonl(path.name, path.parent)
-    n, r = next((n, r) for n, r in enumerate(rows, 1) if r["id"] == "library/json.txt#basic-usage:1")
-    assert r["following"] == artifacts.following(texts[r["doc"]], r["end"])
-    cut_at_a_line_end(r)
-    assert r["following"].startswith("\n") and r["following"].strip()      # a line end, and the sentence goes on
-    verdict = clean_cuts_of(rows, tmp_path)
-    assert not verdict.passed and f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts a sentence in half" in verdict.why
-
-
-def test_a_chunk_that_ends_inside_a_table_fails(m1, tmp_path):
-    path, texts = m1
-    rows = artifacts.load_jsonl(path.name, path.parent)
-    row_end = re.compile(r"\|\n(?=[ \t]*[+|])")                      # a table row with another row below it
-    n, r = next((n, r) for n, r in enumerate(rows, 1) if row_end.search(r["text"]))
-    end = row_end.search(r["text"]).start() + 1
-    r["text"], r["following"] = r["text"][:end], artifacts.following(r["text"], end)
-    verdict = clean_cuts_of(rows, tmp_path)
-    assert not verdict.passed and f"m1_chunks.jsonl:{n}: heading-aware chunk {r['id']} cuts a table in half" in verdict.why
+def test_artifacts_without_stage_records_fail_every_criterion_over_a_stage(copy):
+    results = artifacts.load_results(copy)
+    del results["stages"]
+    artifacts.save_json(artifacts.RESULTS, results, copy)
+    verdicts = check(copy)
+    assert all(not r.passed and "no stage of your pipeline was recorded" in r.why for r in verdicts if r.stages)
+    assert all(r.stages for r in verdicts)             # every criterion reads some stage of the student's
 
 
 def test_too_few_questions_in_the_fused_top_20_fail(copy):
@@ -224,29 +193,36 @@ def test_an_answered_out_of_corpus_question_fails(copy):
     assert "not refused" in only_failure(copy, out_of_corpus_refused)
 
 
-def test_a_command_that_did_not_print_abstention_fails(copy):
-    from raglab.course.rubric import one_command_four_scores
+def test_a_recall_that_counts_past_k_fails(copy):
+    """A metric with an off-by-one (counting the k+1-th chunk) shows as questions where the student's number
+    and the course's definition disagree; the reference is the course's formula, computed by hand here."""
+    from raglab.course.rubric import your_metrics
 
-    run = artifacts.load_json("m5_eval_command.json", copy)
-    run["output"] = "\n".join(ln for ln in run["output"].splitlines() if not ln.startswith("abstention"))
-    artifacts.save_json("m5_eval_command.json", run, copy)
-    assert "did not print: refusal (abstention)" in only_failure(copy, one_command_four_scores)
+    def off_by_one(m6):
+        for row in m6["questions"]:
+            if row["course recall@5"] < 1:          # a sixth chunk could still add to it
+                row["recall@5"] = min(1.0, row["course recall@5"] + 0.5)
+                return row["id"]
+    edit_results(copy, "m6", off_by_one)
+    why = only_failure(copy, your_metrics)
+    assert "1 question scores disagree with the course's definitions (first" in why
 
 
-def test_a_failure_without_a_stage_fails(copy):
-    from raglab.course.rubric import failures_read
+def test_a_price_off_by_a_thousand_fails(copy):
+    from raglab.course.rubric import your_prices
 
-    board = artifacts.load_json("m5_scoreboard.json", copy)
-    traced = {r["id"] for r in artifacts.load_results(copy)["traced_failures"]}     # the student's five stay failures
-    q = next(q for q in board["questions"] if q["failure"] == "generation" and q["id"] not in traced)
-    q["failure"] = None
-    artifacts.save_json("m5_scoreboard.json", board, copy)
-    assert q["id"] in only_failure(copy, failures_read)
+    edit_results(copy, "m8", lambda m8: m8["answers"][0].update(yours=m8["answers"][0]["raglab"] * 1000))
+    assert "1 priced differently from the list price (first answer 1" in only_failure(copy, your_prices)
+
+
+def test_a_rule_that_lets_nobody_read_fails(copy):
+    edit_results(copy, "access", lambda access: access["returned"].update(dense=0))
+    assert "a public user got no chunk at all in dense" in only_failure(copy, no_leaks)
 
 
 def test_a_leak_fails(copy):
     def leak(access):
-        access["leaks"]["pgvector"]["bm25"] = 1
+        access["leaks"]["FAISS, your rule"]["bm25"] = 1
     edit_results(copy, "access", leak)
     assert "1 restricted chunks reached a public user" in only_failure(copy, no_leaks)
 
@@ -280,11 +256,11 @@ def test_a_bakeoff_without_spread_or_winner_fails(copy):
 
 def test_missing_and_corrupt_artifacts_fail_with_the_file_named(copy, capsys):
     (copy / "m4_answers.jsonl").unlink()
-    (copy / "m5_eval_command.json").write_text("{not json")
+    (copy / "m5_scoreboard.json").write_text("{not json")
     v = verdicts(copy)
     assert "m4_answers.jsonl" in v["answers carry valid citations"].why
-    assert "m5_eval_command.json:1: not valid JSON" in v["one command printed all four score families"].why
-    assert sum(not r.passed for r in v.values()) == 4      # three answer criteria, one command criterion
+    assert "m5_scoreboard.json:1: not valid JSON" in v["five failures traced to the stage the run's records give"].why
+    assert sum(not r.passed for r in v.values()) == 4      # three answer criteria, the traced failures
     assert run_check(copy) == 1
     assert capsys.readouterr().out.count("| FAIL |") == 4
 
@@ -296,7 +272,7 @@ def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
 
 # ---------------------------------------------------------------- the student's own work (issue 15)
 
-def test_a_traced_failure_that_did_not_fail_or_a_short_reason_fails(copy):
+def test_a_traced_failure_that_did_not_fail_fails(copy):
     from raglab.course.rubric import failures_traced_by_you
 
     board = json.loads((copy / "m5_scoreboard.json").read_text())
@@ -305,23 +281,30 @@ def test_a_traced_failure_that_did_not_fail_or_a_short_reason_fails(copy):
     assert f"{passed!r} did not fail" in only_failure(copy, failures_traced_by_you)
 
 
-def test_four_traced_failures_or_a_three_word_reason_fail(project_artifacts, tmp_path):
+def test_four_traced_failures_or_a_wrong_stage_fail(project_artifacts, tmp_path):
     from raglab.course.rubric import failures_traced_by_you
 
+    board = json.loads((project_artifacts / "m5_scoreboard.json").read_text())
+    stages = [s for s, ids in board["failures"].items() if ids]
+
+    def wrong_stage(rows):
+        rows[2]["stage"] = next(s for s in stages if s != rows[2]["stage"])
     for breaks, expected in [(lambda rows: rows.pop(), "4 distinct questions traced (five asked)"),
-                             (lambda rows: rows[2].update(why="it went wrong"), "the why has 3 words")]:
+                             (wrong_stage, "by the run's records, not")]:
         where = tmp_path / f"a{len(expected)}"
         shutil.copytree(project_artifacts, where)
         edit_results(where, "traced_failures", breaks)
         assert expected in only_failure(where, failures_traced_by_you)
 
 
-def test_a_choice_outside_the_table_or_without_its_numbers_fails(project_artifacts, tmp_path):
+def test_a_choice_outside_the_table_or_ruled_out_by_it_fails(project_artifacts, tmp_path):
     from raglab.course.rubric import chunking_choice
 
+    bake = artifacts.load_results(project_artifacts)["bakeoff"]
+    worst = min(bake["table"], key=lambda r: r["recall@5_hi"])
+    assert worst["recall@5_hi"] < max(r["recall@5"] for r in bake["table"])      # the table holds a row it rules out
     cases = [(lambda c: c.update(retriever="grep"), "is not a configuration of the bake-off"),
-             (lambda c: c.update(why="I like this one because it felt right when I tried it on a few of my "
-                                     "questions, and 7 is my lucky number"), "quotes none of the")]
+             (lambda c: c.update(chunking=worst["chunking"], retriever=worst["retriever"]), "the data rules this choice out")]
     for n, (breaks, expected) in enumerate(cases):
         where = tmp_path / f"c{n}"
         shutil.copytree(project_artifacts, where)
