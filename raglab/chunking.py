@@ -374,13 +374,13 @@ def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), win
     sections = split_sections(doc.text, doc.title)
     if windows is not None and s.strategy != "words":
         raise ValueError(f"a chunker function replaces the word windows only, not the {s.strategy!r} strategy")
-    if windows is not None:
-        spans = spans_of_windows(doc.text, s.size, s.overlap, windows)
-        pieces = [(f"{doc.id}#{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
-    elif s.strategy == "headings":
+    if s.strategy == "headings":
         pieces = _heading_pieces(doc, sections, s.size, s.overlap)
     else:
-        spans = {"words": word_spans, "chars": char_spans, "large": char_spans}[s.strategy](doc.text, s.size, s.overlap)
+        cut = {"words": word_spans, "chars": char_spans, "large": char_spans}[s.strategy]
+        if windows is not None:
+            cut = functools.partial(spans_of_windows, windows=windows)
+        spans = cut(doc.text, s.size, s.overlap)
         mark = {"words": "", "chars": "c", "large": "l"}[s.strategy]
         pieces = [(f"{doc.id}#{mark}{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
     chunks = []

@@ -32,6 +32,12 @@ from raglab.evaluation import bakeoff, metrics
 from raglab.experiments import cost, longcontext
 
 NOT_DONE = (NotImplementedError, NameError)
+# What the student release puts in an answer cell (``raglab.course.grading``): a cell that still holds it
+# is an exercise not done; the release's prose cells say ``PROSE_STUB`` (nbgrader's own stub).
+STUB_CALL = 'raise NotImplementedError("your answer goes here'
+STUB = ("# YOUR CODE HERE\n" + STUB_CALL + ' (see the exercise above); until then the self-check fails and '
+        'later cells use raglab\'s own version")')
+PROSE_STUB = "YOUR ANSWER HERE"
 
 
 def _outcome(test: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
@@ -105,7 +111,7 @@ def stage(name: str, yours: Callable, library: Callable, *probe, **probe_kw) -> 
     """
     milestone, what, _ = STAGES[name]
     fn_name = getattr(yours, "__name__", str(yours))
-    used, why = yours, ""
+    used, why, source = yours, "", fingerprint(yours)
     try:
         yours(*probe, **probe_kw)
     except NOT_DONE:
@@ -119,13 +125,13 @@ def stage(name: str, yours: Callable, library: Callable, *probe, **probe_kw) -> 
     else:
         who = FALLBACK
     record_stage(name, {"milestone": milestone, "stage": what, "by": who, "function": fn_name,
-                        "sha256": fingerprint(yours) if who != FALLBACK else None, "why": why})
+                        "sha256": source if who != FALLBACK else None, "why": why})
     if who == FALLBACK:
         print(f"{what}: raglab's `{library.__name__}` stands in ({why}); this milestone's artifacts are not yours yet.")
     elif who == COPY:
         print(f"{what}: {why}; it runs, but the milestone's artifacts count as raglab's.")
     else:
-        print(f"{what}: your `{fn_name}` (source {fingerprint(yours)}) makes this milestone's artifacts.")
+        print(f"{what}: your `{fn_name}` (source {source}) makes this milestone's artifacts.")
     return used
 
 

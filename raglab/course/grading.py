@@ -31,24 +31,21 @@ from pathlib import Path
 from unittest import mock
 
 from raglab.course import rubric
+from raglab.course.exercises import PROSE_STUB, STUB, STUB_CALL
 from raglab.course.workbook import execute, notebooks
 from raglab.files import atomic_open
 
 ASSIGNMENT = "raglab"
 SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
 # A prose answer the instructor grades: a Markdown cell that starts with this comment (its model answer
-# follows; the release replaces it with "YOUR ANSWER HERE").
+# follows; the release replaces it with ``PROSE_STUB``).
 BY_HAND = re.compile(r"^<!--\s*graded by hand:\s*(\d+)\s+points?\s*-->")
 TO_GRADE = "to grade"
 SOLUTION = "### BEGIN SOLUTION"
 NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
-STUB_LINE = 'raise NotImplementedError("your answer goes here'     # an answer cell the student has not touched
 STAGE_MAKERS = {"yours": "your code", "raglab": "raglab's fallback (worth nothing)",
                 "copy": "a copy of raglab's function (worth nothing)"}
 HIDDEN = "### BEGIN HIDDEN TESTS"
-STUB = ("# YOUR CODE HERE\n"
-        "raise NotImplementedError(\"your answer goes here (see the exercise above); until then the "
-        "self-check fails and later cells use raglab's own version\")")
 
 
 def mark_cells(nb, stem: str):
@@ -245,7 +242,7 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
         else:
             runs = cell_runs(nb)
             broken = [r for r in runs if r.kind == "other" and r.error]
-            blank = all(STUB_LINE in nb.cells[r.index].source for r in runs if r.kind == "answer")
+            blank = all(STUB_CALL in nb.cells[r.index].source for r in runs if r.kind == "answer")
             grade.ran[stem] = (f"cell {broken[0].index}: {broken[0].error}" if broken else
                                NOTHING_DONE if blank else "ok")
         cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
@@ -261,7 +258,7 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
                 why = "notebook not submitted"
             elif by_hand:
                 why = TO_GRADE if pending else f"graded by hand: {score:g} of {gc.max_score:g}"
-                if pending and cell.source.strip() in ("", "YOUR ANSWER HERE"):     # nothing written: nothing to grade
+                if pending and cell.source.strip() in ("", PROSE_STUB):     # nothing written: nothing to grade
                     why, pending, score = "not answered", False, 0.0
             else:
                 why = _grade_cell_why(cell)
@@ -288,7 +285,7 @@ def entered_by_hand(root: Path) -> dict[str, dict[tuple[str, str], tuple[float, 
     db = root / "gradebook.db"
     if not db.exists():
         return {}
-    from nbgrader.api import Gradebook  # lazy
+    from nbgrader.api import Gradebook, MissingEntry  # lazy
 
     out: dict = {}
     with Gradebook(f"sqlite:///{db}") as gb:
@@ -297,7 +294,7 @@ def entered_by_hand(root: Path) -> dict[str, dict[tuple[str, str], tuple[float, 
             for key, sha in answers.items():
                 try:
                     found = gb.find_grade(key[1], key[0], ASSIGNMENT, student.id)
-                except Exception:                    # nbgrader's MissingEntry: not graded then
+                except MissingEntry:                 # not graded then
                     continue
                 if found.manual_score is not None:
                     out.setdefault(student.id, {})[key] = (float(found.manual_score), sha)

@@ -117,7 +117,7 @@ def uncovered(texts: dict[str, str], rows: list[dict]) -> tuple[int, int, str | 
     first = None
     for doc, text in texts.items():
         spans = sorted(by_doc.get(doc, []))
-        reach, covered = [], 0                       # merged intervals of the page's chunks
+        reach = []                                   # merged intervals of the page's chunks
         for a, b in spans:
             if reach and a <= reach[-1][1]:
                 reach[-1][1] = max(reach[-1][1], b)
@@ -127,9 +127,7 @@ def uncovered(texts: dict[str, str], rows: list[dict]) -> tuple[int, int, str | 
         for a, b in word_positions(text):
             total += 1
             i = bisect.bisect_right(starts, a) - 1
-            if i >= 0 and reach[i][1] >= b:
-                covered += 1
-            else:
+            if i < 0 or reach[i][1] < b:
                 missed += 1
                 first = first or doc
     return missed, total, first
@@ -159,10 +157,11 @@ def chunks_have_ids(a: Artifacts):
 def size_fits(a: Artifacts):
     choice = a.section("stages").get("chunk size", {})
     size = choice.get("value")
-    label = next((label for label in your_chunks(a) if label.startswith(f"{YOURS_PREFIX}{size}/")), None)
+    chunkings = your_chunks(a)
+    label = next((label for label in chunkings if label.startswith(f"{YOURS_PREFIX}{size}/")), None)
     if label is None:
         return False, f"no chunks of your chosen size {size} in m1_chunks.jsonl"
-    rows = [r for _, r in your_chunks(a)[label]]
+    rows = [r for _, r in chunkings[label]]
     lengths = token_lengths([clean(r["text"]) for r in rows])      # what gets embedded: the chunk's cleaned text
     over = sum(n > MINILM_MAX_TOKENS for n in lengths) / len(lengths)
     mean = sum(lengths) / len(lengths)
@@ -406,7 +405,7 @@ def _answer_cell(path: Path, marker: str) -> str:
 
 def answer_not_reference(s: Submission, stem: str, marker: str, what: str):
     mine = _answer_cell(s.where / f"{stem}.ipynb", marker)
-    if "raise NotImplementedError" in mine:
+    if exercises.STUB_CALL in mine:
         return False, f"{NOT_WRITTEN}: the {what} (the answer cell still raises NotImplementedError)"
     reference = _answer_cell(config.PROJECT_ROOT / "notebooks" / f"{stem}.ipynb", marker)
     same = _code_lines(mine) == _code_lines(reference)
@@ -487,11 +486,18 @@ def done_when(notebook: str, where: str | Path | None = None):
     from IPython.display import Markdown  # lazy: only in a notebook
 
     results = check(where, notebooks=[notebook])
-    rows = [f"| {r.criterion} | {', '.join(r.stages) or '-'} | {'**PASS**' if r.passed else '**FAIL**'} | "
-            f"{r.why.replace('|', '/')} |" for r in results]
     done = sum(r.passed for r in results)
     return Markdown("\n".join([f"**Done when**, read by the checker: {done} of {len(results)} criteria pass.", "",
-                               "| criterion | reads the stages | result | why |", "|---|---|---|---|", *rows]))
+                               *_table(results, milestone=False, bold=True)]))
+
+
+def _table(results: list[Criterion], milestone: bool = True, bold: bool = False) -> list[str]:
+    """The criteria as Markdown table lines: (milestone,) criterion, the stages it reads, result, why."""
+    verdict = {True: "**PASS**" if bold else "PASS", False: "**FAIL**" if bold else "FAIL"}
+    head = (["milestone"] if milestone else []) + ["criterion", "reads the stages", "result", "why"]
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + [f"| {r.milestone + ' | ' if milestone else ''}{r.criterion} | {', '.join(r.stages) or '-'} | "
+               f"{verdict[r.passed]} | {r.why.replace('|', '/')} |" for r in results])
 
 
 def format_rubric(results: list[Criterion], where: Path | None = None) -> str:
@@ -500,9 +506,7 @@ def format_rubric(results: list[Criterion], where: Path | None = None) -> str:
     lines = ["# Milestone rubric", ""]
     if where is not None:
         lines += [f"Artifacts: `{where}`", ""]
-    lines += ["| milestone | criterion | reads the stages | result | why |", "|---|---|---|---|---|"]
-    lines += [f"| {r.milestone} | {r.criterion} | {', '.join(r.stages) or '-'} | {'PASS' if r.passed else 'FAIL'} | "
-              f"{r.why.replace('|', '/')} |" for r in results]
+    lines += _table(results)
     lines += ["", f"{passed} of {len(results)} criteria pass."]
     return "\n".join(lines) + "\n"
 
