@@ -242,7 +242,8 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
         else:
             runs = cell_runs(nb)
             broken = [r for r in runs if r.kind == "other" and r.error]
-            blank = all(STUB_CALL in nb.cells[r.index].source for r in runs if r.kind == "answer")
+            answers = [r for r in runs if r.kind == "answer"]      # the set-up notebook has none: it is never blank
+            blank = bool(answers) and all(STUB_CALL in nb.cells[r.index].source for r in answers)
             grade.ran[stem] = (f"cell {broken[0].index}: {broken[0].error}" if broken else
                                NOTHING_DONE if blank else "ok")
         cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
