@@ -26,6 +26,7 @@ class Setting:
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_PROFILE", "small", "corpus size everywhere: small (24 pages + help center) or full (497 pages)"),
+    Setting("RAGLAB_HOME", None, "the course folder holding data/, evals/, config/ and notebooks/ (default: this checkout; installed from the student bundle, the unpacked bundle the current folder is in)"),
     Setting("RAGLAB_GOLDEN", None, "a golden set (JSONL) used instead of the one a bundled corpus ships (`load_golden(\"python-docs\")`, `raglab eval`): a student's own set, checked with `raglab golden check FILE`"),
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
     Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),
@@ -40,6 +41,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_DEADLINE_S", "30", "`raglab serve`: seconds a request may take, model call and retries included (then 503)"),
     Setting("RAGLAB_TRACE_MAX_BYTES", "10000000", "size at which a trace file (owner-only) is rotated"),
     Setting("RAGLAB_TRACE_KEEP", "5", "rotated trace files kept"),
+    Setting("RAGLAB_RECORDED", None, "a folder of recorded local-model experiments (`raglab grade` sets it: notebook 08 reads the instructor's measurements instead of running the model for every student)"),
     Setting("RAGLAB_CRASH_AT", None, "fault injection for the crash tests: kill the process at this write point"),
     Setting("LLM_BASE_URL", None, "OpenAI-compatible model server; set, answers use it (default: extractive, offline)"),
     Setting("LLM_MODEL", "llama3.2", "model name sent to LLM_BASE_URL"),
@@ -59,7 +61,27 @@ def table() -> str:
 
 
 PROFILES = ("small", "full")
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The student bundle's root holds this file (``raglab release`` writes it beside data/, evals/, notebooks/).
+BUNDLE_MARKER = "raglab-course.json"
+
+
+def _course_home() -> Path:
+    """The folder holding the course's data/, evals/, config/ and notebooks/: ``$RAGLAB_HOME``; else the
+    checkout raglab runs from (an editable install); else, installed from the student bundle's wheel, the
+    unpacked bundle that holds the current folder (found by its ``raglab-course.json``)."""
+    if get("RAGLAB_HOME"):
+        return Path(get("RAGLAB_HOME")).resolve()
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "data").is_dir() and (checkout / "pyproject.toml").is_file():
+        return checkout
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / BUNDLE_MARKER).is_file():
+            return folder
+    return checkout     # nothing found: paths under it name what is missing when they are read
+
+
+PROJECT_ROOT = _course_home()
 
 
 def data_dir() -> Path:

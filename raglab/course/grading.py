@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import tempfile
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -151,6 +150,42 @@ def release(out: str | Path, folder: Path | None = None, only: list[str] | None 
     return target
 
 
+def _solution_body(source_cell: str) -> str:
+    """The instructor's answer cell as a student who solved it would hand it in: markers gone."""
+    return "\n".join(ln for ln in source_cell.splitlines() if ln.strip() not in (SOLUTION, "### END SOLUTION"))
+
+
+def hand_in(release_dir: Path, dest: Path, stem: str, answers: dict[str, str] | None = None, edit=None,
+            folder: Path | None = None) -> Path:
+    """A simulated student's submission (the tests' class, the bench, the bundle's proof): the released notebook
+    ``stem`` with every answer cell filled with the instructor's solution, or with ``answers`` (by the function
+    or the variable an answer cell defines: a function replaces the whole answer, a variable that line), then
+    ``edit(nb)`` if given; saved unexecuted into ``dest``, as a student hands it in."""
+    import nbformat  # lazy
+
+    src = nbformat.read(next(p for p in notebooks(folder) if p.stem == stem), as_version=4)
+    mark_cells(src, stem)
+    solutions = {c.metadata["nbgrader"]["grade_id"]: c.source for c in src.cells
+                 if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(Path(release_dir) / f"{stem}.ipynb", as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            body = _solution_body(solutions[meta["grade_id"]])
+            for name, code in (answers or {}).items():
+                if re.search(rf"^def {name}\(", body, re.M):
+                    body = code                                   # a function: the whole answer
+                elif re.search(rf"^{name} = ", body, re.M):       # a choice: that line
+                    body = re.sub(rf"^{name} = .*$", code, body, count=1, flags=re.M)
+            cell.source = body
+    if edit:
+        edit(nb)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest / f"{stem}.ipynb")
+    return dest / f"{stem}.ipynb"
+
+
 # ---------------------------------------------------------------- grading a class
 
 @dataclass
@@ -227,6 +262,16 @@ def _grade_cell_why(cell) -> str:
     return ""
 
 
+def ran_status(nb) -> str:
+    """How an executed notebook ran: "ok", the first cell outside the exercises that failed, or
+    ``NOTHING_DONE`` when every answer cell is still the release's stub."""
+    runs = cell_runs(nb)
+    broken = [r for r in runs if r.kind == "other" and r.error]
+    answers = [r for r in runs if r.kind == "answer"]      # the set-up notebook has none: it is never blank
+    blank = bool(answers) and all(STUB_CALL in nb.cells[r.index].source for r in answers)
+    return f"cell {broken[0].index}: {broken[0].error}" if broken else NOTHING_DONE if blank else "ok"
+
+
 def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> StudentGrade:
     """One student's grades: nbgrader's score for every self-check (from its gradebook), the verdict
     each printed, and whether each notebook ran cleanly outside the exercise cells."""
@@ -237,15 +282,7 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
     for stem in stems:
         path = autograded / f"{stem}.ipynb"
         nb = nbformat.read(path, as_version=4) if path.exists() else None
-        if nb is None:
-            grade.ran[stem] = "missing"
-        else:
-            runs = cell_runs(nb)
-            broken = [r for r in runs if r.kind == "other" and r.error]
-            answers = [r for r in runs if r.kind == "answer"]      # the set-up notebook has none: it is never blank
-            blank = bool(answers) and all(STUB_CALL in nb.cells[r.index].source for r in answers)
-            grade.ran[stem] = (f"cell {broken[0].index}: {broken[0].error}" if broken else
-                               NOTHING_DONE if blank else "ok")
+        grade.ran[stem] = "missing" if nb is None else ran_status(nb)
         cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in (nb.cells if nb else [])}
         for gc in gb.find_notebook(stem, ASSIGNMENT).grade_cells:
             by_hand, pending = gc.cell_type == "markdown", False
@@ -264,6 +301,51 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
             else:
                 why = _grade_cell_why(cell)
             grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why, by_hand, pending))
+    return grade
+
+
+def grade_self(folder: str | Path, out: str | Path, only: list[str] | None = None, timeout: int = 1800) -> StudentGrade:
+    """``raglab grade --self``: a student grades their own notebooks with what the release holds, without the
+    instructor's notebooks or hidden tests. Every notebook ``NN_*.ipynb`` in ``folder`` (or the ``only`` stems)
+    runs top to bottom in that folder, its artifacts saved to ``OUT/artifacts``; each self-check scores its points
+    if it ran without error and is the release's own (a self-check edited away from nbgrader's checksum scores 0);
+    the rubric runs on the artifacts (without the flags that compare with the reference solution); prose answers
+    wait for the instructor. Writes ``OUT/feedback.html`` and the executed notebooks to ``OUT/executed/``."""
+    import nbformat  # lazy
+    from nbgrader.utils import compute_checksum  # lazy: only grading needs nbgrader
+
+    folder, out = Path(folder).resolve(), Path(out).resolve()
+    paths = [p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) if not only or p.stem in only]
+    if not paths:
+        raise FileNotFoundError(f"{folder}: no notebook to grade (NN_*.ipynb{', named ' + ', '.join(only) if only else ''})")
+    grade = StudentGrade(folder.name)
+    artifacts = out / "artifacts"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    with mock.patch.dict(os.environ, {"RAGLAB_ARTIFACTS": str(artifacts)}):
+        for path in paths:
+            nb = execute(path, timeout, allow_errors=True)
+            with atomic_open(out / "executed" / path.name) as fh:
+                nbformat.write(nb, fh)
+            grade.ran[path.stem] = ran_status(nb)
+            for cell in nb.cells:
+                meta = cell.metadata.get("nbgrader", {})
+                if not meta.get("grade"):
+                    continue
+                points = float(meta.get("points", 0))
+                if cell.cell_type == "markdown":
+                    blank = cell.source.strip() in ("", PROSE_STUB)
+                    grade.checks.append(Check(path.stem, meta["grade_id"], 0.0, points,
+                                              "not answered" if blank else "graded by your instructor", True, not blank))
+                    continue
+                edited = "checksum" in meta and compute_checksum(cell) != meta["checksum"]
+                why = "the self-check cell was edited: it scores nothing" if edited else _grade_cell_why(cell)
+                ok = not edited and not _error_text(cell)
+                grade.checks.append(Check(path.stem, meta["grade_id"], points if ok else 0.0, points, why))
+    stems = [p.stem for p in paths]
+    grade.rubric = rubric.check(artifacts, notebooks=stems, submission=folder, reference=False)
+    grade.stages = rubric.stages_made(artifacts)
+    write_feedback(grade, out / "feedback.html")
     return grade
 
 
@@ -329,59 +411,6 @@ def enter_by_hand(out: str | Path, student: str, notebook: str, grade_id: str, p
         found = gb.find_grade(grade_id, notebook, ASSIGNMENT, student)
         found.manual_score = points
         gb.db.commit()
-
-
-def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = None,
-                only: list[str] | None = None, timeout: int = 1800) -> list[StudentGrade]:
-    """``raglab grade CLASS OUT``: autograde every student folder in ``CLASS``, run the milestone rubric
-    on what their notebooks produced, and write ``OUT/gradebook.csv`` and ``OUT/feedback/*.html``.
-
-    ``only`` limits the assignment to some notebooks (by stem, e.g. ``01_ingest_and_chunking``); by
-    default it is every notebook any submission holds."""
-    class_dir, out = Path(class_dir).resolve(), Path(out).resolve()   # nbgrader changes folders as it works
-    students = sorted(p for p in class_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
-        raise FileNotFoundError(f"{class_dir}: no student folders (one folder per student, holding their notebooks)")
-    if only is None:
-        held = {p.stem for s in students for p in s.glob("[0-9][0-9]_*.ipynb")}
-        only = sorted(held & {p.stem for p in notebooks(folder)})
-    out.mkdir(parents=True, exist_ok=True)
-    root = out / "course"
-    entered = entered_by_hand(root)             # points the instructor entered on an earlier run (formgrader, API)
-    shutil.rmtree(root, ignore_errors=True)
-    stems = _generate(root, folder, only)
-    from nbgrader.api import Gradebook  # lazy: only grading needs nbgrader
-    from sqlalchemy.exc import SAWarning  # lazy: nbgrader's database layer
-
-    warnings.filterwarnings("ignore", category=SAWarning)     # nbgrader's own session use: nothing to act on
-    grades = []
-    # each student's notebooks save their artifacts in a folder of their own (the setting is restored after)
-    with tempfile.TemporaryDirectory(prefix="raglab-kernel-") as sockets, mock.patch.dict(os.environ):
-        api = _api(root, timeout, Path(sockets))
-        for s in students:
-            submitted = root / "submitted" / s.name / ASSIGNMENT
-            submitted.mkdir(parents=True, exist_ok=True)
-            for stem in stems:
-                if (s / f"{stem}.ipynb").exists():
-                    shutil.copy2(s / f"{stem}.ipynb", submitted / f"{stem}.ipynb")
-            artifacts_dir = (out / "artifacts" / s.name).resolve()
-            shutil.rmtree(artifacts_dir, ignore_errors=True)
-            artifacts_dir.mkdir(parents=True)
-            os.environ["RAGLAB_ARTIFACTS"] = str(artifacts_dir)
-            result = api.autograde(ASSIGNMENT, s.name)
-            with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-                restore_by_hand(gb, s.name, root / "autograded" / s.name / ASSIGNMENT, entered.get(s.name, {}))
-                grade = read_autograded(s.name, root / "autograded" / s.name / ASSIGNMENT, stems, gb)
-            if not result["success"]:
-                lines = (result.get("error") or result.get("log") or "").strip().splitlines()
-                grade.error = lines[-1] if lines else "nbgrader autograde failed"
-            grade.rubric = rubric.check(artifacts_dir, notebooks=stems, submission=s)
-            grade.stages = rubric.stages_made(artifacts_dir)
-            grades.append(grade)
-    write_gradebook(grades, out / "gradebook.csv")
-    for g in grades:
-        write_feedback(g, out / "feedback" / f"{g.student}.html")
-    return grades
 
 
 def columns(grades: list[StudentGrade]) -> list[str]:

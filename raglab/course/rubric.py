@@ -446,6 +446,9 @@ SUBMISSION_CRITERIA = [
      lambda s: answer_not_reference(s, "07_bakeoff", 'record("choice"', "chunking choice"), "07", ()),
 ]
 
+# the flags that read the reference solution (the instructor's notebooks): not in a student's self-grade
+READ_THE_REFERENCE = {c for m, c, *_ in SUBMISSION_CRITERIA if "reference solution" in c}
+
 
 def stages_made(where: Path) -> dict:
     """Who made each stage of the pipeline whose artifacts are in ``where`` (empty if none ran)."""
@@ -464,10 +467,12 @@ def _judge(a: Artifacts, milestone: str, criterion: str, fn, stages: tuple) -> C
 
 
 def check(where: str | Path | None = None, notebooks: list[str] | None = None,
-          submission: str | Path | None = None) -> list[Criterion]:
+          submission: str | Path | None = None, reference: bool = True) -> list[Criterion]:
     """Every criterion of the rubric, against the artifacts in ``where``; with ``notebooks`` (stems or
     numbers such as ``01``) only those milestones' criteria; with ``submission`` (a student's folder)
-    also the criteria on what the student brought and wrote, and the copy flags."""
+    also the criteria on what the student brought and wrote, and the copy flags. Without ``reference``
+    (a student grading themselves: the reference solution is the instructor's) the flags that compare
+    with the reference solution are left out."""
     where = Path(where or artifacts.folder())
     if not where.is_dir():
         raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
@@ -476,7 +481,8 @@ def check(where: str | Path | None = None, notebooks: list[str] | None = None,
     results = [_judge(a, m, c, fn, st) for m, c, fn, nb, st in CRITERIA if keep is None or nb in keep]
     if submission is not None:
         sub = Submission(Path(submission))
-        results += [_judge(sub, m, c, fn, st) for m, c, fn, nb, st in SUBMISSION_CRITERIA if keep is None or nb in keep]
+        results += [_judge(sub, m, c, fn, st) for m, c, fn, nb, st in SUBMISSION_CRITERIA if (keep is None or nb in keep)
+                    and (reference or c not in READ_THE_REFERENCE)]
     return results
 
 

@@ -39,6 +39,7 @@ from raglab.assistant import Assistant, build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
+from raglab.experiments.recorded import recorded
 from raglab.experiments.tokens import (
     MAX_TOKENS,
     N_CTX,
@@ -291,8 +292,25 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
     without it the hosted row prices the local run's token counts and measures no latency.
     ``max_tokens`` caps each answer (``OpenAIGenerator``'s default; tests lower it for speed); ``timeout`` is
     generous because a timed-out request keeps the single-slot local server busy for the retry behind it.
-    """
 
+    With ``$RAGLAB_RECORDED`` set (``raglab grade`` sets it) and no server or hosted endpoint given, the local
+    model runs once and every later call with the same parameters reads that recording
+    (``raglab.experiments.recorded``).
+    """
+    hosted_url = hosted_url or config.get(HOSTED_ENV)
+    args = dict(corpus=corpus, profile=profile, n=n, server_url=server_url, hosted=hosted, prices_path=prices_path,
+                golden=golden, hosted_url=hosted_url, reps=reps, seed=seed, trace_path=trace_path,
+                max_tokens=max_tokens, timeout=timeout)
+    if server_url is not None or hosted_url:
+        return _measure_cost(**args)
+    params = {"corpus": corpus, "profile": config.profile(profile), "n": n, "hosted": hosted, "reps": reps, "seed": seed,
+              "max_tokens": max_tokens, "golden": str(golden or golden_file(corpus, profile)),
+              "prices": load_prices(prices_path)["as_of"]}
+    return recorded("cost", params, lambda: _measure_cost(**args))
+
+
+def _measure_cost(corpus, profile, n, server_url, hosted, prices_path, golden, hosted_url, reps, seed, trace_path,
+                  max_tokens, timeout) -> dict:
     started, load_before = time.perf_counter(), _load_avg()
     prices = load_prices(prices_path)
     models = prices["models"]
@@ -301,7 +319,6 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
         raise ValueError(f"{prices['path']}: no hosted model {hosted!r} (choose one of {choices})")
     local_price, hosted_price = models.get(LOCAL_KEY, Price(LOCAL_KEY, "local", MODEL_ALIAS, False, 0.0, 0.0)), models[hosted]
     free = Price("extractive", "raglab", "extractive (no model)", False, 0.0, 0.0)
-    hosted_url = hosted_url or config.get(HOSTED_ENV)
 
     base = build_assistant(corpus, profile, generator="extractive")
     questions = select_questions(load_golden(golden or golden_file(corpus, profile)), n)
@@ -462,6 +479,9 @@ def format_cost(result: dict) -> str:
     lines.append("every hosted model at the local token counts: " + ", ".join(
         f"{p['key']} ${p['cost_per_1000_usd']:.3f}" for p in result["price_table"]) + " per 1,000 questions")
     t = result.get("timing", {})
+    if result.get("recorded"):
+        lines.append(f"recorded on {result['recorded']['at']} and read back ({result['recorded']['file']}): the local model "
+                     "did not run again")
     if t:
         lines.append(f"run: {t['wall_s']} s wall on {t['cpus']} shared cores, load average "
                      f"{t['load_avg_1m']['start']} -> {t['load_avg_1m']['end']} (latencies are noisy when the machine is busy)")

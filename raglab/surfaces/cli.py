@@ -16,7 +16,8 @@
     raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
     raglab check        [DIR]                         # the instructor's rubric over the artifacts
     raglab release      [--out DIR] [--notebook STEM] [--prove]   # the student edition (nbgrader)
-    raglab grade CLASS  [--out DIR] [--notebook STEM] [--json]     # a class: gradebook.csv + feedback pages
+    raglab grade CLASS  [--out DIR] [--notebook STEM] [--jobs N | --scheduler ADDRESS] [--json]   # a class: gradebook + feedback
+    raglab grade --self [FOLDER] [--out DIR]                      # a student's own notebooks, from the bundle
     raglab report       [--artifacts DIR] [--out DIR] # the write-up, HTML + Markdown
     raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
 """
@@ -46,7 +47,7 @@ from raglab.corpus import (
 )
 from raglab.corpora import REGISTRY, entry, registered, threshold_for
 from raglab.course.artifacts import jsonable, save_json
-from raglab.course import grading
+from raglab.course import classroom, grading
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
@@ -303,9 +304,19 @@ def cmd_release(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    grades = grading.grade_class(args.class_dir, args.out, only=args.notebook or None)
+    if args.self_grade:
+        out = Path(args.out or "grade").resolve()
+        grade = grading.grade_self(args.class_dir or ".", out, only=args.notebook or None)
+        print(grading.format_grades([grade]))
+        print(f"feedback: {out / 'feedback.html'} (the visible self-checks and the rubric on your artifacts; "
+              "your instructor's grade adds hidden tests and the prose answers' points)")
+        return 0
+    if not args.class_dir:
+        raise SystemExit("raglab grade: give the CLASS folder (one folder per student), or --self for your own notebooks")
+    grades = classroom.grade_class(args.class_dir, args.out or "build/grades", only=args.notebook or None,
+                                   jobs=args.jobs, scheduler=args.scheduler, live_model=args.live_model)
     print(grading.format_grades(grades))
-    out = Path(args.out).resolve()
+    out = Path(args.out or "build/grades").resolve()
     print(f"gradebook: {out / 'gradebook.csv'}\nfeedback:  {out / 'feedback'}/ (one page per student)")
     if args.json:
         with atomic_open(out / "grades.json") as fh:
@@ -493,10 +504,18 @@ def build_parser() -> argparse.ArgumentParser:
     rel.set_defaults(func=cmd_release)
 
     grd = sub.add_parser("grade", help="grade a class: autograder, rubric, clean runs -> gradebook.csv + feedback pages")
-    grd.add_argument("class_dir", metavar="CLASS", help="a folder per student, each holding their notebooks (and golden.jsonl)")
-    grd.add_argument("--out", default="build/grades", help="gradebook.csv and feedback/ (default: build/grades)")
+    grd.add_argument("class_dir", metavar="CLASS", nargs="?",
+                     help="a folder per student, each holding their notebooks (and golden.jsonl); with --self, "
+                          "the folder of your own notebooks (default: the current folder)")
+    grd.add_argument("--out", help="gradebook.csv and feedback/ (default: build/grades; with --self: grade/)")
     grd.add_argument("--notebook", action="append", metavar="STEM", help="grade only this notebook (repeatable)")
     grd.add_argument("--json", action="store_true", help="also write OUT/grades.json")
+    grd.add_argument("--self", dest="self_grade", action="store_true",
+                     help="grade your own notebooks from the student bundle: self-checks, the rubric, a feedback page")
+    grd.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N students at a time on this machine (default 1)")
+    grd.add_argument("--scheduler", metavar="ADDRESS", help="run the students on a Dask cluster (tcp://HOST:8786)")
+    grd.add_argument("--live-model", action="store_true",
+                     help="run notebook 08's local model for every student (default: once for the class)")
     grd.set_defaults(func=cmd_grade)
 
     rep = sub.add_parser("report", help="the course write-up (HTML + Markdown) from the run's results file")

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.course import exercises, grading, rubric
+from raglab.course import classroom, exercises, grading, rubric
 from raglab.surfaces.cli import main
 
 ASSIGNED = ["01_ingest_and_chunking", "04_cited_answers"]
@@ -216,34 +216,8 @@ def test_the_blank_release_earns_no_rubric_criterion(released, blank_artifacts):
 
 # ---------------------------------------------------------------- a simulated class (slow)
 
-def _solution_body(source_cell: str) -> str:
-    """The instructor's answer cell as a student who solved it would hand it in: markers gone."""
-    return "\n".join(ln for ln in source_cell.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
-def _submit(release_dir: Path, dest: Path, stem: str, answers: dict[str, str] | None = None,
-            edit=None) -> None:
-    """Fill a released notebook with the solution's answers (or the given ones, by function name), as a
-    student would, and hand it in (unexecuted, like a saved notebook)."""
-    src = nbformat.read(grading.notebooks()[0].parent / f"{stem}.ipynb", as_version=4)
-    grading.mark_cells(src, stem)
-    solutions = {c.metadata["nbgrader"]["grade_id"]: c.source for c in src.cells
-                 if c.metadata.get("nbgrader", {}).get("solution")}
-    nb = nbformat.read(release_dir / f"{stem}.ipynb", as_version=4)
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            body = _solution_body(solutions[meta["grade_id"]])
-            for name, code in (answers or {}).items():
-                if re.search(rf"^def {name}\(", body, re.M):
-                    body = code                                   # a function: the whole answer
-                elif re.search(rf"^{name} = ", body, re.M):       # a choice: that line
-                    body = re.sub(rf"^{name} = .*$", code, body, count=1, flags=re.M)
-            cell.source = body
-    if edit:
-        edit(nb)
-    dest.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, dest / f"{stem}.ipynb")
+def _submit(release_dir: Path, dest: Path, stem: str, answers: dict[str, str] | None = None, edit=None) -> None:
+    grading.hand_in(release_dir, dest, stem, answers, edit)
 
 
 # ---- the archetypes' answers (by the function or variable their answer cell defines)
@@ -512,7 +486,7 @@ def test_the_whole_course_grades_each_archetype(tmp_path):
             _hand_in_blank(release_dir, klass / "half", stem)
         _submit(release_dir, klass / "copies", stem, COPIES[stem])
         _submit(release_dir, klass / "bugs", stem, BUGS[stem])
-    grades = {g.student: g for g in grading.grade_class(klass, tmp_path / "grades")}
+    grades = {g.student: g for g in classroom.grade_class(klass, tmp_path / "grades")}
     print("\n" + grading.format_grades(list(grades.values())))
     for g in grades.values():
         print(g.student, "rubric failed:", [r.criterion for r in g.criteria if not r.passed])
@@ -544,7 +518,7 @@ def graded_by_hand(tmp_path_factory):
     out = base / "grades"
 
     def grade():
-        grading.grade_class(base / "class", out)
+        classroom.grade_class(base / "class", out)
         with open(out / "gradebook.csv", newline="") as fh:
             return {r["student"]: r for r in csv.DictReader(fh)}
 
