@@ -15,7 +15,8 @@ import pytest
 os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 SLOW_FIXTURES = {"embedder", "index", "retriever", "pg_url", "project_artifacts", "python_index", "llm_server",
-                 "server", "app_client", "client", "released", "graded", "graded_by_hand"}
+                 "server", "app_client", "client", "released", "graded", "graded_by_hand", "built", "installed",
+                 "milestone_1", "class_run"}
 SLOW_DOCTESTS = ("raglab.chunking.load_tokenizer", "raglab.chunking.token_lengths", "raglab.chunking.chunk_stats",
                  "raglab.chunking.compare_chunkings", "raglab.embeddings", "raglab.experiments.tokens",
                  "raglab.surfaces.widgets", "raglab.rerank")

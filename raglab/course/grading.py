@@ -207,6 +207,7 @@ class StudentGrade:
     rubric: list = field(default_factory=list)               # rubric.Criterion
     stages: dict = field(default_factory=dict)               # stage -> who made it (the results file's ``stages``)
     error: str = ""
+    self_graded: bool = False                                # ``grade --self``: no hidden test, no reference solution
 
     @property
     def points(self) -> tuple[float, float]:
@@ -318,7 +319,7 @@ def grade_self(folder: str | Path, out: str | Path, only: list[str] | None = Non
     paths = [p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) if not only or p.stem in only]
     if not paths:
         raise FileNotFoundError(f"{folder}: no notebook to grade (NN_*.ipynb{', named ' + ', '.join(only) if only else ''})")
-    grade = StudentGrade(folder.name)
+    grade = StudentGrade(folder.name, self_graded=True)
     artifacts = out / "artifacts"
     shutil.rmtree(artifacts, ignore_errors=True)
     artifacts.mkdir(parents=True)
@@ -455,6 +456,9 @@ def feedback_html(g: StudentGrade) -> str:
              f"<b>{g.by_hand[0]:g} of {g.by_hand[1]:g}</b>" + (f" ({g.by_hand[2]} to grade)" if g.by_hand[2] else "") +
              " · notebooks that ran cleanly: "
              f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.criteria)}</b> criteria</p>"]
+    if g.self_graded:
+        parts.append("<p class='note'>A self-grade: the visible self-checks and the rubric on what your notebooks saved. "
+                     "Your instructor's grade adds the hidden tests and the points of the prose answers.</p>")
     if g.error:
         parts.append(f"<p class='error'>The autograder reported: {e(g.error)}</p>")
     parts.append("<h2>Notebooks</h2><ul>" + "".join(

@@ -47,7 +47,7 @@ from raglab.corpus import (
 )
 from raglab.corpora import REGISTRY, entry, registered, threshold_for
 from raglab.course.artifacts import jsonable, save_json
-from raglab.course import classroom, grading
+from raglab.course import bundle, classroom, grading
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
@@ -293,6 +293,8 @@ def cmd_release(args) -> int:
     target = grading.release(args.out, only=args.notebook or None)
     released = grading.notebooks(target)
     print(f"student release: {target.resolve()}/ ({', '.join(p.name for p in released)})")
+    archive, sha = bundle.build(args.out, target)
+    print(f"student bundle:  {archive} (sha256 {sha}): hand this file out; START.md inside says how to begin")
     if not args.prove:
         return 0
     with tempfile.TemporaryDirectory(prefix="raglab-prove-") as blank_artifacts:   # the release's run, in order
@@ -310,6 +312,9 @@ def cmd_grade(args) -> int:
         print(grading.format_grades([grade]))
         print(f"feedback: {out / 'feedback.html'} (the visible self-checks and the rubric on your artifacts; "
               "your instructor's grade adds hidden tests and the prose answers' points)")
+        if args.json:
+            with atomic_open(out / "grade.json") as fh:
+                json.dump(jsonable(grading.json_grades([grade])[0]), fh, indent=1)
         return 0
     if not args.class_dir:
         raise SystemExit("raglab grade: give the CLASS folder (one folder per student), or --self for your own notebooks")
