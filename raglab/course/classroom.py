@@ -22,7 +22,7 @@ record is not run again: an interrupted run resumes, and a class re-graded after
 again re-runs that student only.
 
 Notebook 08's local-model experiment is not re-run for every student: the notebooks run with
-``$RAGLAB_RECORDED`` set to ``OUT/recorded``, so the model runs once for the class and every student's
+``$RAGLAB_RECORDED`` set to ``OUT/recorded`` (unless it is set already), so the model runs once for the class and every student's
 notebook reads that measurement (``--live-model`` runs it for every student).
 """
 from __future__ import annotations
@@ -178,7 +178,7 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
     source = hashlib.sha256("".join(_sha(p) for p in sorted((template / "source" / ASSIGNMENT).glob("*.ipynb")))
                             .encode()).hexdigest()
     model = "live" if live_model else "recorded"
-    env = {} if live_model else {"RAGLAB_RECORDED": str(out / "recorded")}
+    env = {} if live_model else {"RAGLAB_RECORDED": config.get("RAGLAB_RECORDED") or str(out / "recorded")}
     if jobs > 1 and not scheduler:   # N students at a time share the cores: one thread each, not N x all
         threads = str(max(1, (os.cpu_count() or 1) // jobs))
         env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, TOKENIZERS_PARALLELISM="false")

@@ -39,7 +39,7 @@ from raglab.assistant import Assistant, build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
-from raglab.experiments.recorded import recorded
+from raglab.experiments.recorded import recorded, recorded_note
 from raglab.experiments.tokens import (
     MAX_TOKENS,
     N_CTX,
@@ -479,9 +479,7 @@ def format_cost(result: dict) -> str:
     lines.append("every hosted model at the local token counts: " + ", ".join(
         f"{p['key']} ${p['cost_per_1000_usd']:.3f}" for p in result["price_table"]) + " per 1,000 questions")
     t = result.get("timing", {})
-    if result.get("recorded"):
-        lines.append(f"recorded on {result['recorded']['at']} and read back ({result['recorded']['file']}): the local model "
-                     "did not run again")
+    lines += recorded_note(result)
     if t:
         lines.append(f"run: {t['wall_s']} s wall on {t['cpus']} shared cores, load average "
                      f"{t['load_avg_1m']['start']} -> {t['load_avg_1m']['end']} (latencies are noisy when the machine is busy)")

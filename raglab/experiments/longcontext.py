@@ -49,6 +49,7 @@ from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
 from raglab.experiments.cost import _load_avg, select_questions
+from raglab.experiments.recorded import recorded, recorded_note
 from raglab.experiments.tokens import (
     MAX_TOKENS,
     N_CTX,
@@ -299,10 +300,26 @@ def run_longcontext_experiment(corpus: str = "python-docs", profile: str | None 
     quote from, so the timed latencies compare warm arms; the cold cost is ``timing.warmup_s``.
     ``timeout`` (seconds a model request may take) is generous: on 2 busy cores a 3,700-token prompt can
     take minutes, and a timed-out request keeps the single-slot server busy for the retry behind it.
+
+    With ``$RAGLAB_RECORDED`` set (``raglab grade`` sets it) and no server given, the experiment runs once and
+    every later call with the same parameters reads that recording (``raglab.experiments.recorded``): its
+    timings are the instructor's measurement, not a student's work.
     """
 
     if generator not in ("extractive", "openai"):
         raise ValueError(f"generator must be 'extractive' or 'openai', got {generator!r}")
+    args = dict(corpus=corpus, profile=profile, generator=generator, budget=budget, n=n, server_url=server_url,
+                sentence_cap=sentence_cap, golden=golden, reps=reps, seed=seed, trace_path=trace_path, warmup=warmup,
+                max_tokens=max_tokens, timeout=timeout)
+    if server_url is not None:
+        return _measure_longcontext(**args)
+    params = {k: v for k, v in args.items() if k not in ("server_url", "trace_path", "timeout")}
+    params.update(profile=config.profile(profile), golden=str(golden or golden_file(corpus, profile)))
+    return recorded("longcontext", params, lambda: _measure_longcontext(**args))
+
+
+def _measure_longcontext(corpus, profile, generator, budget, n, server_url, sentence_cap, golden, reps, seed,
+                         trace_path, warmup, max_tokens, timeout) -> dict:
     started, load_before = time.perf_counter(), _load_avg()
     base = build_assistant(corpus, profile, generator="extractive")
     docs = load_corpus(corpus, profile)
@@ -489,5 +506,6 @@ def format_longcontext(result: dict) -> str:
     t = result["timing"]
     lines.append(f"time: setup {t['setup_s']} s, warm-up {t['warmup_s']} s, retrieval arm {t['retrieval_arm_s']} s, "
                  f"long-context arm {t['longcontext_arm_s']} s, wall {t['wall_s']} s (load {t['load_avg_1m']})")
+    lines += recorded_note(result)
     lines.append(result["verdict"])
     return "\n".join(lines)

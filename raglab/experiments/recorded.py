@@ -2,7 +2,9 @@
 local model for every student.
 
 With ``$RAGLAB_RECORDED`` set to a folder (``raglab grade`` sets it for the notebooks it re-runs), an
-experiment that runs the local model (``cost``) looks for a recording made with the same parameters;
+experiment whose measurements are the instructor's, not a student's work (``cost``, which runs the local model,
+and ``longcontext``, which times whole documents against retrieval), looks for a recording made with the same
+parameters;
 the first run measures and records it, every later run reads it. A lock beside the file makes a second
 grader wait for the first one's measurement instead of starting the model too. Without the setting
 nothing is recorded and every run measures.
@@ -48,8 +50,14 @@ def recorded(name: str, params: dict, measure: Callable[[], dict]) -> dict:
         if not path.exists():
             result = measure()
             result["recorded"] = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "params": params}
-            with atomic_open(path) as fh:
-                json.dump(result, fh)
+            with atomic_open(path) as fh:     # numpy numbers as plain ones, as the results file keeps them
+                json.dump(result, fh, default=lambda o: o.item() if hasattr(o, "item") else str(o))
         result = json.loads(path.read_text(encoding="utf-8"))
     result["recorded"]["file"] = path.name
     return result
+
+
+def recorded_note(result: dict) -> list[str]:
+    """The line an experiment's printout adds when its result was read from a recording (else nothing)."""
+    r = result.get("recorded")
+    return [f"recorded on {r['at']} and read back ({r['file']}): measured once, not in this run"] if r else []
