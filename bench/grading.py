@@ -10,7 +10,9 @@ with that recording. Peak memory is the largest sum of resident memory over this
 started (graders, kernels, the model server), sampled every 0.2 s.
 
 Prints, for 1 and for 2 jobs: wall seconds, seconds per student, the speed-up over 1 job and the peak memory; and
-whether both runs wrote the same gradebook.
+whether both runs wrote the same gradebook. A shared machine's speed drifts over the minutes a run takes: a fixed
+single-threaded loop is timed before and after each run, and the speed-up is also given with each run's wall time
+divided by its loop time.
 """
 from __future__ import annotations
 
@@ -72,6 +74,16 @@ class PeakMemory:
         self._thread.join()
 
 
+def probe(n: int = 3_000_000) -> float:
+    """Seconds of a fixed single-threaded Python loop: the machine's speed right now (a shared machine's speed
+    drifts; both runs are compared at the speed measured around each)."""
+    started = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+    return time.perf_counter() - started
+
+
 def rows(out: Path) -> list[dict]:
     with open(out / "gradebook.csv", newline="") as fh:
         return list(csv.DictReader(fh))
@@ -101,17 +113,24 @@ def main() -> None:
             out = base / f"grades-{jobs}"
             if (warm / "grades" / "recorded").is_dir():
                 shutil.copytree(warm / "grades" / "recorded", out / "recorded")
+            before = probe()
             with PeakMemory() as mem:
                 started = time.perf_counter()
                 classroom.grade_class(base / "class", out, jobs=jobs, live_model=args.live_model, log=lambda s: None)
                 wall = time.perf_counter() - started
-            results[jobs] = (wall, mem.peak, rows(out))
+            speed = (before + probe()) / 2
+            results[jobs] = (wall, mem.peak, rows(out), speed)
         print(f"\n{args.students} students x {len(stems)} notebooks ({', '.join(s[:2] for s in stems)}), "
               f"{os.cpu_count()} cores, notebook 08's model {'run for every student' if args.live_model else 'recorded once'}")
-        print(f"{'jobs':>4}  {'wall s':>7}  {'s/student':>9}  {'speed-up':>8}  {'peak memory':>11}")
-        one = results[1][0]
-        for jobs, (wall, peak, _) in results.items():
-            print(f"{jobs:>4}  {wall:>7.1f}  {wall / args.students:>9.1f}  {one / wall:>7.2f}x  {peak / 2**30:>8.2f} GiB")
+        print(f"{'jobs':>4}  {'wall s':>7}  {'s/student':>9}  {'speed-up':>8}  {'probe s':>7}  {'speed-up at equal speed':>23}"
+              f"  {'peak memory':>11}")
+        one, one_speed = results[1][0], results[1][3]
+        for jobs, (wall, peak, _, speed) in results.items():
+            same = (one / one_speed) / (wall / speed)
+            print(f"{jobs:>4}  {wall:>7.1f}  {wall / args.students:>9.1f}  {one / wall:>7.2f}x  {speed:>7.3f}  {same:>22.2f}x"
+                  f"  {peak / 2**30:>8.2f} GiB")
+        print("probe: a fixed single-threaded Python loop timed before and after each run (the mean shown); the last "
+              "speed-up divides each run's wall time by its probe")
         print("same gradebook with 1 and 2 jobs:", "yes" if results[1][2] == results[2][2] else "NO")
 
 

@@ -33,7 +33,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from raglab import config
+from raglab import __version__, config
 from raglab.course.grading import BY_HAND, HIDDEN, SOLUTION
 from raglab.course.workbook import notebooks
 from raglab.files import atomic_dir, atomic_open
@@ -204,8 +204,6 @@ def build(out: str | Path, release_dir: Path, version: str | None = None) -> tup
     """Write the student bundle for the blank notebooks in ``release_dir``: ``OUT/raglab-course-VERSION.tar.gz``
     and ``OUT/raglab-course-VERSION.tar.gz.sha256``. Returns the archive and its sha256. Raises ``ValueError``
     listing what leaked if the bundle would hold anything of the instructor's."""
-    from raglab import __version__  # the package's version (raglab/__init__.py)
-
     out, root = Path(out).resolve(), config.PROJECT_ROOT
     version = version or __version__
     top = f"{NAME}-{version}"
