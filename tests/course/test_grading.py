@@ -280,7 +280,7 @@ CLASS = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """The simulated class, two milestones each, graded by the CLI verb."""
+    """The simulated class, two milestones each, graded by the CLI verb, two students at a time."""
     base = tmp_path_factory.mktemp("class")
     release_dir = grading.release(base / "course", only=ASSIGNED)
     klass = base / "class"
@@ -298,7 +298,7 @@ def graded(tmp_path_factory):
     here = os.getcwd()
     os.chdir(base)                 # relative paths, as a student types them (nbgrader changes folders as it works)
     try:
-        assert main(["grade", "class", "--out", "grades", "--json"]) == 0
+        assert main(["grade", "class", "--out", "grades", "--json", "--jobs", "2"]) == 0     # as an instructor grades: two at a time
     finally:
         os.chdir(here)
     with open(out / "gradebook.csv", newline="") as fh:
