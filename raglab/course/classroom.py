@@ -134,9 +134,14 @@ def run_student(task: dict) -> dict:
     with open(log, "w", encoding="utf-8") as fh:
         proc = subprocess.run([sys.executable, "-m", "raglab.course.classroom", json.dumps(task)], env=env,
                               stdout=fh, stderr=subprocess.STDOUT)
-    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] if proc.returncode else []
     return {"student": Path(task["student_dir"]).name, "returncode": proc.returncode,
-            "seconds": round(time.perf_counter() - started, 1), "error": tail[0] if tail else ""}
+            "seconds": round(time.perf_counter() - started, 1), "error": last_line(log) if proc.returncode else ""}
+
+
+def last_line(log: Path) -> str:
+    """The last line a student's grading process wrote (its error, when it failed), or ''."""
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
+    return lines[-1] if lines else ""
 
 
 def _executor(jobs: int, scheduler: str | None):
@@ -255,8 +260,7 @@ def collect(students: list[Path], out: Path, stems: list[str], keys: dict[str, s
                 grade = read_autograded(s.name, autograded, stems, gb)
                 if record is None:
                     log_file = work.parent / f"{s.name}.log"
-                    last = log_file.read_text(errors="replace").strip().splitlines()[-1:] if log_file.exists() else []
-                    grade.error = f"not graded: {last[0] if last else 'the run did not finish'} (see {log_file})"
+                    grade.error = f"not graded: {last_line(log_file) or 'the run did not finish'} (see {log_file})"
                 else:
                     grade.error = record["error"]
                     grade.rubric = [rubric.Criterion(**{**r, "stages": tuple(r["stages"])}) for r in record["rubric"]]

@@ -263,6 +263,14 @@ def _grade_cell_why(cell) -> str:
     return ""
 
 
+NOT_ANSWERED = "not answered"
+
+
+def answered(cell) -> bool:
+    """Whether a prose answer cell holds something other than the release's stub."""
+    return cell.source.strip() not in ("", PROSE_STUB)
+
+
 def ran_status(nb) -> str:
     """How an executed notebook ran: "ok", the first cell outside the exercises that failed, or
     ``NOTHING_DONE`` when every answer cell is still the release's stub."""
@@ -297,8 +305,8 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
                 why = "notebook not submitted"
             elif by_hand:
                 why = TO_GRADE if pending else f"graded by hand: {score:g} of {gc.max_score:g}"
-                if pending and cell.source.strip() in ("", PROSE_STUB):     # nothing written: nothing to grade
-                    why, pending, score = "not answered", False, 0.0
+                if pending and not answered(cell):          # nothing written: nothing to grade
+                    why, pending, score = NOT_ANSWERED, False, 0.0
             else:
                 why = _grade_cell_why(cell)
             grade.checks.append(Check(stem, gc.name, float(score or 0.0), float(gc.max_score), why, by_hand, pending))
@@ -335,9 +343,9 @@ def grade_self(folder: str | Path, out: str | Path, only: list[str] | None = Non
                     continue
                 points = float(meta.get("points", 0))
                 if cell.cell_type == "markdown":
-                    blank = cell.source.strip() in ("", PROSE_STUB)
+                    written = answered(cell)
                     grade.checks.append(Check(path.stem, meta["grade_id"], 0.0, points,
-                                              "not answered" if blank else "graded by your instructor", True, not blank))
+                                              "graded by your instructor" if written else NOT_ANSWERED, True, written))
                     continue
                 edited = "checksum" in meta and compute_checksum(cell) != meta["checksum"]
                 why = "the self-check cell was edited: it scores nothing" if edited else _grade_cell_why(cell)

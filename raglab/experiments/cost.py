@@ -24,6 +24,7 @@ are reported as not measured.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -305,7 +306,7 @@ def run_cost_experiment(corpus: str = "python-docs", profile: str | None = None,
         return _measure_cost(**args)
     params = {"corpus": corpus, "profile": config.profile(profile), "n": n, "hosted": hosted, "reps": reps, "seed": seed,
               "max_tokens": max_tokens, "golden": str(golden or golden_file(corpus, profile)),
-              "prices": load_prices(prices_path)["as_of"]}
+              "prices": hashlib.sha256(Path(prices_path or PRICES_PATH).read_bytes()).hexdigest()}   # the table, not its date
     return recorded("cost", params, lambda: _measure_cost(**args))
 
 

@@ -70,7 +70,7 @@ def test_the_wheel_is_raglabs_source_and_resources_only(built):
             assert m.startswith("raglab/") and m.endswith((".py", ".jsonl", ".npz")), m
             assert whl.read(m) == (config.PROJECT_ROOT / m).read_bytes(), f"{m} differs from the checkout's"
     tracked = subprocess.run(["git", "ls-files", "raglab"], cwd=config.PROJECT_ROOT, capture_output=True, text=True).stdout.split()
-    assert {m for m in package} == {t for t in tracked if t.endswith((".py", ".jsonl", ".npz"))}
+    assert set(package) == {t for t in tracked if t.endswith((".py", ".jsonl", ".npz"))}
 
 
 def test_nothing_of_the_instructors_is_in_the_bundle(built):
@@ -147,7 +147,8 @@ def milestone_1(installed):
     (the release filled with the solutions, as a student who solved it saves it), then self-graded."""
     top = installed[0]
     grading.hand_in(top / "notebooks", top / "done", M1)
-    shutil.copy2(top / "notebooks" / f"{M1}.ipynb", (top / "blank").mkdir() or top / "blank" / f"{M1}.ipynb")
+    (top / "blank").mkdir()
+    shutil.copy2(top / "notebooks" / f"{M1}.ipynb", top / "blank" / f"{M1}.ipynb")
     out = {}
     for who in ("blank", "done"):
         run = _in_venv(installed, "jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
@@ -182,7 +183,8 @@ def test_an_edited_self_check_scores_nothing(installed, milestone_1):
     nb = nbformat.read(path, as_version=4)
     check = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
     check.source = "print('PASS  1. every word is in a window: trust me')"
-    nbformat.write(nb, top / "edited" / path.name) if (top / "edited").mkdir() is None else None
+    (top / "edited").mkdir()
+    nbformat.write(nb, top / "edited" / path.name)
     run = _in_venv(installed, "raglab", "grade", "--self", "edited", "--out", "grade-edited", "--json")
     assert run.returncode == 0, run.stderr[-2000:]
     grade = json.loads((top / "grade-edited" / "grade.json").read_text())
