@@ -246,7 +246,8 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
         threshold: the evidence strength below which the assistant refuses; None takes the corpus's
             calibrated one for its evidence signal (``raglab.corpora.threshold_for``).
         attribution: attach a source to each uncited sentence of a model's answer (post-hoc).
-        model: a sentence-transformers model name; None uses the packaged MiniLM.
+        model: a sentence-transformers model name, or ``trained/bi-<hash>`` (``raglab train``); None
+            uses the packaged MiniLM.
         kind: ``flat`` (exact) or ``hnsw``.
         build: when False a missing or mismatched index is an error instead of being built.
         store: ``faiss`` or ``pgvector`` (PostgreSQL + pgvector).
@@ -260,8 +261,11 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     retriever = Retriever(index, embedder, make_reranker(reranker, embedder), Levers.for_corpus(corpus))
     rerank = entry(corpus).rerank if reranker is None else True
     choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
-    detector = InjectionDetector(embedder)   # the rule and the learned layer, on every source sentence
-    gen = OpenAIGenerator(detector=detector) if choice == "openai" else ExtractiveGenerator(embedder, detector=detector)
+    # the injection detector's regression and the extractive generator's sentence scores were fitted on
+    # the packaged MiniLM's vectors: they keep it when the index is embedded by another model
+    packaged = embedder if embedder.packaged else Embedder()
+    detector = InjectionDetector(packaged)   # the rule and the learned layer, on every source sentence
+    gen = OpenAIGenerator(detector=detector) if choice == "openai" else ExtractiveGenerator(packaged, detector=detector)
     signal = "rerank" if rerank else "dense"
     assistant = Assistant(retriever, gen, threshold if threshold is not None else 0.0, attribution=attribution,
                           rerank=rerank)

@@ -53,7 +53,7 @@ import numpy as np
 from raglab import config
 from raglab.chunking import load_tokenizer, token_lengths
 from raglab.config import work_dir
-from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, quiet_loading
+from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, model_location, quiet_loading
 from raglab.progress import progress_bar
 
 PRECISIONS = ("float32", "bfloat16")
@@ -305,7 +305,7 @@ class Embedder:
         quiet_loading()
         from sentence_transformers import SentenceTransformer  # lazy: imports torch
 
-        name = str(minilm_path()) if self.packaged else self.model_id
+        name = str(minilm_path()) if self.packaged else model_location(self.model_id)
         return SentenceTransformer(name, device=self.device)
 
     @property

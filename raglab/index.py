@@ -110,15 +110,17 @@ def access_mask(chunks: list[Chunk], user: tuple[str, ...] | None, memo: dict | 
     return mask
 
 
-def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat") -> str:
-    """A folder name such as ``python-docs-small-words-150-30``."""
+def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat", model_id: str | None = None) -> str:
+    """A folder name such as ``python-docs-small-words-150-30``; another model than the packaged MiniLM
+    adds its id (``...-trained-bi-<hash>``), so each model's index is kept beside the others."""
     s = settings.resolved()
     if Path(corpus).is_dir():  # a folder: its name plus a hash of its path, so two "docs" folders differ
         digest = hashlib.sha256(str(Path(corpus).resolve()).encode()).hexdigest()[:8]
         corpus = f"{Path(corpus).resolve().name}-{digest}"
     base = re.sub(r"[^A-Za-z0-9.]+", "-", corpus)
     return f"{base}-{profile}-{s.strategy}-{s.size}-{s.overlap}" + ("-prefix" if s.prefix else "") + (
-        "" if kind == "flat" else f"-{kind}")
+        "" if kind == "flat" else f"-{kind}") + (
+        "" if model_id in (None, MINILM) else "-" + re.sub(r"[^A-Za-z0-9.]+", "-", model_id))
 
 
 def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_id: str, kind: str,
@@ -160,13 +162,14 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     bm25 = BM25([c.indexed_text for c in chunks])
     manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats,
                     documents={d.id: d.fingerprint for d in docs})
-    dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
+    dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind, embedder.model_id)
     try:
         with atomic_dir(dest, lock_timeout) as tmp:
             manifest["changes"] = document_changes(_previous_documents(dest), manifest["documents"])
             _write_files(tmp, manifest, chunks, dense, bm25)
     except Busy as exc:
-        raise IndexNotReady(f"{exc}; run `{_rebuild_hint(corpus, profile, settings, kind)}` once it has finished") from None
+        raise IndexNotReady(f"{exc}; run `{_rebuild_hint(corpus, profile, settings, kind, embedder.model_id)}` "
+                            "once it has finished") from None
     return Index(dest, manifest, chunks, dense, bm25)
 
 
@@ -202,10 +205,11 @@ def document_changes(before: dict[str, str], after: dict[str, str]) -> dict[str,
             "unchanged": sorted(d for d in after if before.get(d) == after[d])}
 
 
-def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str) -> str:
+def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str, model_id: str | None = None) -> str:
     s = settings.resolved()
     return (f"raglab index --corpus {corpus} --profile {profile} --strategy {s.strategy} --size {s.size} "
-            f"--overlap {s.overlap}" + (" --prefix" if s.prefix else "") + ("" if kind == "flat" else f" --kind {kind}"))
+            f"--overlap {s.overlap}" + (" --prefix" if s.prefix else "") + ("" if kind == "flat" else f" --kind {kind}")
+            + ("" if model_id in (None, MINILM) else f" --model {model_id}"))
 
 
 def load_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
@@ -217,8 +221,8 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
     profile = config.profile(profile)
     model_id = model_id or MINILM
     precision = resolve_precision(precision)
-    path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind)
-    hint = _rebuild_hint(corpus, profile, settings, kind)
+    path = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind, model_id)
+    hint = _rebuild_hint(corpus, profile, settings, kind, model_id)
     if precision != resolve_precision():
         hint = f"RAGLAB_EMBED_PRECISION={precision} {hint}"
     recover_dir(path)                  # a build killed between its two renames left the previous index aside

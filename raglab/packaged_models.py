@@ -6,6 +6,7 @@ from pathlib import Path
 
 MINILM = "all-MiniLM-L6-v2"
 MINILM_MAX_TOKENS = 256
+TRAINED_PREFIX = "trained/"      # the model id of a model trained here: trained/bi-<hash> (raglab.training)
 
 
 def minilm_path() -> Path:
@@ -150,3 +151,20 @@ def serve_forever(port: int) -> int:
         server.stop()
         print("model server stopped")
     return 0
+
+
+def models_dir() -> Path:
+    """``<work dir>/models``: where models trained here are kept (``raglab train``)."""
+    return config.work_dir() / "models"
+
+
+def model_location(model_id: str) -> str:
+    """What sentence-transformers loads for a model id: a trained model's folder for
+    ``trained/<name>`` (a clear error when it is not there), else the id itself (a name or a path)."""
+    if not model_id.startswith(TRAINED_PREFIX):
+        return model_id
+    path = models_dir() / model_id[len(TRAINED_PREFIX):]
+    if not (path / "training.json").exists():
+        raise RuntimeError(f"the trained model {model_id!r} is not in {models_dir()}: "
+                           "train it with `raglab train` (same corpus, profile and settings)")
+    return str(path)

@@ -18,6 +18,7 @@ from typing import Container, Protocol
 
 import numpy as np
 
+from raglab.packaged_models import TRAINED_PREFIX, model_location
 from raglab.records import Hit
 from raglab.text import clean, sentences
 
@@ -62,13 +63,14 @@ class SentenceMaxReranker:
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers ``CrossEncoder`` loaded by name or path."""
+    """A sentence-transformers ``CrossEncoder`` loaded by name or path; ``reads`` is the chunk field it
+    is given (``text``, or ``indexed_text`` with the heading prefix, as a model trained here was)."""
 
-    def __init__(self, model: str, max_length: int = 512):
+    def __init__(self, model: str, max_length: int = 512, reads: str = "text"):
         from sentence_transformers import CrossEncoder  # lazy: imports torch
 
-        self.name = f"cross-encoder {model}"
-        self.model = CrossEncoder(model, max_length=max_length, device="cpu")
+        self.name, self.reads = f"cross-encoder {model}", reads
+        self.model = CrossEncoder(model_location(model), max_length=max_length, device="cpu")
 
     def rerank(self, query: str, hits: list[Hit], texts: list[str]) -> list[Hit]:
         if not hits:
@@ -134,7 +136,10 @@ def dense_evidence(top_cosine: float, unknown: list[str]) -> float:
 
 
 def make_reranker(name: str | None, embedder) -> Reranker:
-    """``None``/``sentence`` -> the offline default; anything else is a cross-encoder model name or path."""
+    """``None``/``sentence`` -> the offline default; ``trained/cross-<hash>`` -> a cross-encoder trained
+    here (``raglab train``); anything else is a cross-encoder model name or path."""
     if name in (None, "", "sentence", "minilm-sentence-max"):
         return SentenceMaxReranker(embedder)
+    if name.startswith(TRAINED_PREFIX):
+        return CrossEncoderReranker(name, reads="indexed_text")
     return CrossEncoderReranker(name)

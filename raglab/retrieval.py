@@ -184,7 +184,8 @@ class Retriever:
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.rerank)")
         candidates = self.hybrid(query, depth, user, depth)
-        texts = [self.index.chunks[self.index.row_of[h.id]].text for h in candidates]
+        field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
+        texts = [getattr(self.index.chunks[self.index.row_of[h.id]], field) for h in candidates]
         return self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k]
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:

@@ -9,6 +9,7 @@
     raglab eval         [--golden FILE] [--split dev|test|all] [--corpus C] [--retrieval-only] [--k N] [--json OUT]
     raglab golden check FILE [--corpus C] [--profile P] [--json]    # a student's own golden set: every problem
     raglab tune         [--corpus C] [--profile P] [--golden FILE] [--out FILE]   # the refusal threshold, chosen on dev only
+    raglab train        [--corpus C] [--profile P] [--which bi|cross|both] [--pairs N] [--compare]   # models trained on the corpus
     raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
@@ -58,6 +59,7 @@ from raglab.evaluation.golden import check_student_golden, golden_file, load_gol
 from raglab.evaluation.headline import format_headline, run_headline
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.evaluation.tuning import format_tuning, tune_threshold
+from raglab.experiments import training as corpus_training
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
 from raglab.files import atomic_open, write_jsonl
@@ -241,6 +243,25 @@ def cmd_tune(args) -> int:
         with atomic_open(args.out) as fh:
             json.dump(result, fh, indent=2)
     _emit(args, result, [format_tuning(result)])
+    return 0
+
+
+def cmd_train(args) -> int:
+    """Mine pairs from the corpus, train the bi-encoder and/or the cross-encoder (cached), and compare on dev."""
+    profile = config.profile(args.profile)
+    changes = {k: v for k, v in (("pairs", args.pairs), ("epochs", args.epochs)) if v is not None}
+    which = corpus_training.WHICH if args.which == "both" else (args.which,)
+    run = corpus_training.train(args.corpus, profile, corpus_training.settings_for(profile, **changes), which,
+                                progress=not args.json)
+    data = {"pairs": len(run["pairs"]), "settings": run["settings"].__dict__,
+            **{k: {"model": run[k].model_id, "path": str(run[k].path), "cached": run[k].cached,
+                   "seconds": run[k].record["seconds"]} for k in corpus_training.WHICH if k in run}}
+    lines = [corpus_training.format_training(run)]
+    if args.compare:
+        result = corpus_training.compare(args.corpus, profile, run.get("bi"), run.get("cross"))
+        data["compare"] = {k: result[k] for k in ("split", "questions", "scores", "vs_base")}
+        lines.append(corpus_training.format_compare(result))
+    _emit(args, data, lines)
     return 0
 
 
@@ -460,6 +481,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a folder of your own: record the choice in its index in place of the calibrated threshold")
     tune.set_defaults(func=cmd_tune)
 
+    trn = sub.add_parser("train", help="train a bi-encoder and a cross-encoder on the corpus's own text (no labels)")
+    common(trn)
+    trn.add_argument("--which", choices=("bi", "cross", "both"), default="both", help="which model (default: both)")
+    trn.add_argument("--pairs", type=int, help="training pairs to mine (default: the profile's, small 192, full 6000)")
+    trn.add_argument("--epochs", type=int, help="passes over the pairs (default 1)")
+    trn.add_argument("--compare", action="store_true",
+                     help="then score base and trained on the golden set's dev split (all of it when unsplit)")
+    trn.set_defaults(func=cmd_train)
     jd = sub.add_parser("judge", help="the answer judge's agreement with hand-labelled answers, and citation support's")
     jd.add_argument("--judge", choices=("facts", "llm", "both"), default="facts",
                     help="facts: the offline fact check; llm: the model at LLM_BASE_URL (default: facts)")
