@@ -14,8 +14,9 @@ The pairs (``mine_pairs``), each a query, the chunk it came from, and one hard n
   its chunk;
 - ``cloze``: one sentence of a chunk against the rest of the chunk (inverse cloze).
 
-The hard negative is BM25's best chunk for the query (or, with ``dense_negatives``, the base
-model's) outside the positive's own section: near in words, another place in the docs.
+The hard negative is another section of the positive's own page (``negatives="page"``, the
+default), or BM25's best chunk for the query outside the positive's section (``"bm25"``); see
+``mine_pairs`` for why BM25's is a trap.
 
 Models are folders under ``<work dir>/models/``, named by the hash of (pairs, base model,
 settings): ``bi-<hash>`` (a sentence-transformers model; its id for an ``Embedder`` and an index
@@ -46,6 +47,7 @@ from raglab.progress import progress_bar
 from raglab.text import clean, sentence_spans
 
 KINDS = ("heading", "signature", "cloze")
+NEGATIVES = ("page", "bm25")
 # an API entry's signature on a line of its own: json.dumps(obj, *, skipkeys=False, ...) or class json.JSONEncoder(...)
 _SIGNATURE = re.compile(r"^\s*(?:(?:class|exception|async|await|abstractmethod|classmethod|staticmethod)\s+)*"
                         r"[A-Za-z_][\w.]*\([^\n]{0,300}\)(?:\s*->\s*[^\n]+)?\s*$", re.MULTILINE)
@@ -77,9 +79,11 @@ class TrainSettings:
     epochs: int = 1
     batch_size: int = 32
     learning_rate: float = 2e-5
+    head_learning_rate: float = 1e-3     # the cross-encoder's new one-logit head
     warmup: float = 0.1
     max_length: int = 128
     cross_max_length: int = 256
+    negatives: str = "page"      # where hard negatives come from (mine_pairs)
     scale: float = 20.0          # the contrastive loss's similarity scale (MultipleNegativesRankingLoss)
     seed: int = 25
     precision: str = "auto"      # the forward pass's: bfloat16 autocast where the CPU has it (as the embedder)
@@ -148,7 +152,7 @@ def candidates(chunks: Sequence[Chunk], kind: str) -> list[tuple[str, str, int]]
 
 
 def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, seed: int = 25,
-               forbidden: Iterable[str] = (), dense_negatives=None) -> list[Pair]:
+               forbidden: Iterable[str] = (), dense_negatives=None, negatives: str = "page") -> list[Pair]:
     """``n`` training triples from the chunks, drawn evenly over ``kinds`` with a seeded generator
     (a kind with too few candidates gives what it has; the others fill the rest).
 
@@ -160,8 +164,14 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
         forbidden: the golden set's questions: a candidate query that is one of them, or contains
             one, is never drawn (the corpus's text may quote a question's words; the question
             itself is never a training query).
+        negatives: where the hard negative comes from: ``page``, another section of the positive's
+            own page, drawn at random (the retriever's weak spot is ranking within the right page;
+            a page with one section falls back to BM25); ``bm25``, BM25's best chunk for the query
+            outside the section. BM25 negatives share more words with the query than the positive
+            (its query sentence was taken out), so a model learns that overlap means "wrong": a
+            cross-encoder trained on them ranked the small profile's answers last.
         dense_negatives: ``fn(queries) -> list of ranked chunk rows`` (e.g. the base model's dense
-            top 20); when given, every other triple takes its negative from it instead of BM25.
+            top 20); when given, every other triple takes its negative from it instead.
     """
     kinds = [k for k in dict.fromkeys(kinds)]
     rng = random.Random(seed)
@@ -183,9 +193,20 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
     rng.shuffle(picked)
     bm25 = BM25([c.indexed_text for c in chunks])
     dense = dense_negatives([q for _, q, _, _ in picked]) if dense_negatives is not None and picked else None
+    if negatives not in NEGATIVES:
+        raise ValueError(f"unknown negatives {negatives!r}: choose {', '.join(NEGATIVES)}")
+    sections_of_page: dict[str, dict[tuple, list[int]]] = {}
+    for r, c in enumerate(chunks):
+        sections_of_page.setdefault(c.doc, {}).setdefault(section_of(c), []).append(r)
     pairs = []
     for i, (kind, query, positive, row) in enumerate(picked):
-        ranked = dense[i] if dense is not None and i % 2 else [r for r, _ in top_k(bm25.scores(query), 30)]
+        others = [rows for sec, rows in sections_of_page[chunks[row].doc].items() if sec != section_of(chunks[row])]
+        if dense is not None and i % 2:
+            ranked = dense[i]
+        elif negatives == "page" and others:
+            ranked = [rng.choice(rng.choice(others))]
+        else:
+            ranked = [r for r, _ in top_k(bm25.scores(query), 30)]
         negative = next((r for r in ranked if section_of(chunks[r]) != section_of(chunks[row])), None)
         if negative is None:
             continue
@@ -302,7 +323,8 @@ def _seed_everything(seed: int) -> None:
 def _train(kind: str, pairs: Sequence[Pair], settings: TrainSettings, build, progress: bool) -> Trained:
     """The loop both models share: the cache look-up, seeding, batches, AdamW with warm-up, a
     progress bar with a time estimate, the loss curve, and an atomic save with ``training.json``.
-    ``build()`` loads the model and returns ``(module to train, step(batch) -> loss, save(folder))``."""
+    ``build()`` loads the model and returns ``(module to train, step(batch) -> loss, save(folder),
+    parameter groups or None)``."""
     settings = settings.check()
     cached = cached_model(kind, pairs, settings)
     if cached is not None:
@@ -311,11 +333,11 @@ def _train(kind: str, pairs: Sequence[Pair], settings: TrainSettings, build, pro
     _seed_everything(settings.seed)
     import torch  # lazy: torch takes seconds to import
 
-    model, step_fn, save = build(settings)
+    model, step_fn, save, groups = build(settings)
     name = model_name(kind, pairs, settings)
     dest = models_dir() / name
     batches = _batches(pairs, settings)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
+    optimizer = torch.optim.AdamW(groups or model.parameters(), lr=settings.learning_rate)
     scheduler = _schedule(optimizer, len(batches), settings.warmup)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if settings.precision == "bfloat16"
                 else contextlib.nullcontext())
@@ -373,7 +395,7 @@ def train_bi_encoder(pairs: Sequence[Pair], settings: TrainSettings = TrainSetti
             model.max_seq_length = 256     # the packaged model's limit: the index embeds whole chunks
             model.save(str(folder))
 
-        return model, step, save
+        return model, step, save, None
 
     return _train("bi", pairs, settings, build, progress)
 
@@ -399,7 +421,11 @@ def train_cross_encoder(pairs: Sequence[Pair], settings: TrainSettings = TrainSe
                                  padding=True, return_tensors="pt")
             return loss_fn(network(**features).logits.view(-1), labels)
 
-        return network, step, lambda folder: encoder.save(str(folder))
+        # the one-logit head (and the pooler before it) start from random weights: they learn at a larger rate
+        head = [p for n, p in network.named_parameters() if n.startswith(("classifier", "bert.pooler"))]
+        body = [p for n, p in network.named_parameters() if not n.startswith(("classifier", "bert.pooler"))]
+        groups = [{"params": body}, {"params": head, "lr": settings.head_learning_rate}]
+        return network, step, lambda folder: encoder.save(str(folder)), groups
 
     return _train("cross", pairs, settings, build, progress)
 

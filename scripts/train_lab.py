@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--cross-max-length", type=int, default=256)
     ap.add_argument("--dense-negatives", action="store_true")
+    ap.add_argument("--negatives", default="page", choices=("page", "bm25"))
     ap.add_argument("--label", default="")
     a = ap.parse_args()
     corpus, profile = "python-docs", "full"
@@ -47,7 +48,8 @@ def main() -> None:
     questions = load_golden(golden_path(corpus, profile), docs)
     dev = [q for q in questions if q.split == "dev" and q.type != "unanswerable"]
     settings = TrainSettings(pairs=a.pairs, kinds=tuple(a.kinds.split(",")), epochs=a.epochs, batch_size=a.batch,
-                             learning_rate=a.lr, max_length=a.max_length, cross_max_length=a.cross_max_length).check()
+                             learning_rate=a.lr, max_length=a.max_length, cross_max_length=a.cross_max_length,
+                             negatives=a.negatives).check()
     t = time.perf_counter()
     default = build_assistant(corpus, profile)
     dense_negatives = None
@@ -55,7 +57,8 @@ def main() -> None:
         index, embedder = default.retriever.index, default.retriever.embedder
         dense_negatives = lambda qs: [[r for r, _ in index.dense_search(v, 20, None)] for v in embedder.encode(qs)]  # noqa: E731
     pairs = mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed,
-                       forbidden=[q.question for q in questions], dense_negatives=dense_negatives)
+                       forbidden=[q.question for q in questions], dense_negatives=dense_negatives,
+                       negatives=settings.negatives)
     mined = time.perf_counter() - t
     print(f"{len(pairs)} pairs mined in {mined:.0f} s")
     systems = {"default hybrid": per_question(evaluate(default.retriever, dev, 5, "hybrid"), dev)}

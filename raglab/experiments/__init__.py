@@ -1,6 +1,7 @@
 """The course's stretch experiments, each measured on a golden set with intervals and a paired test:
 query rewriting (``rewrite``), long context instead of retrieval (``longcontext``), cost and latency
-per answer (``cost``) and chunk size against the model's limit (``chunksize``)."""
+per answer (``cost``), chunk size against the model's limit (``chunksize``), and the retriever trained
+on the docs themselves (``training``)."""
 
 import importlib as _importlib
 from pathlib import Path as _Path

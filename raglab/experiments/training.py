@@ -8,7 +8,9 @@ minutes on a 2-core CPU (what CI and notebook 08 run), the full docs within an h
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
+
+from raglab import config
 
 from raglab.assistant import build_assistant
 from raglab.chunking import ChunkSettings, chunk_corpus
@@ -18,7 +20,9 @@ from raglab.evaluation.golden import SPLITS, load_golden
 from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import interval_text, paired_text
+from raglab.experiments.recorded import recorded, recorded_note
 from raglab.training import (
+    KINDS,
     Pair,
     TrainSettings,
     Trained,
@@ -33,6 +37,7 @@ PROFILE_SETTINGS = {
     "full": TrainSettings(),
 }
 WHICH = ("bi", "cross")
+CURVE_SIZES = {"small": (48, 96, 192), "full": (1500, 3000, 6000)}   # the learning curve's training pairs
 
 
 def settings_for(profile: str, **changes) -> TrainSettings:
@@ -57,7 +62,8 @@ def corpus_pairs(corpus: str, profile: str, settings: TrainSettings, golden=None
     strategy, prefix = entry(corpus).chunking
     chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix))
     forbidden = [q.question for q in golden_questions(corpus, profile, golden)]
-    return mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed, forbidden=forbidden)
+    return mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed, forbidden=forbidden,
+                      negatives=settings.negatives)
 
 
 def train(corpus: str = "python-docs", profile: str = "small", settings: TrainSettings | None = None,
@@ -79,31 +85,126 @@ def train(corpus: str = "python-docs", profile: str = "small", settings: TrainSe
 
 
 def compare(corpus: str = "python-docs", profile: str = "small", bi: Trained | None = None,
-            cross: Trained | None = None, split: str | None = "dev", golden=None) -> dict:
-    """The base assistant's hybrid retrieval against the trained models on the golden set's
-    answerable questions of ``split`` (all of them for a set without splits): per-question metrics,
-    each system's means with intervals, and each trained system's paired difference from the base."""
+            cross: Trained | None = None, split: str | None = "dev", golden=None,
+            modes: tuple[str, ...] = ("dense", "hybrid")) -> dict:
+    """The base retrievers against the trained models on the golden set's answerable questions of
+    ``split`` (all of them for a set without splits): per-question metrics, each system's means with
+    intervals, and each trained system's paired difference from the base in the same mode (the
+    reranked one from the base hybrid)."""
     questions = [q for q in golden_questions(corpus, profile, golden) if q.type != "unanswerable"]
-    if split in SPLITS and any(q.split for q in questions):
+    split_set = split in SPLITS and any(q.split for q in questions)
+    if split_set:
         questions = [q for q in questions if q.split == split]
     if not questions:
         raise ValueError(f"no golden questions to compare on for {corpus!r} ({profile})")
     base = build_assistant(corpus, profile)
-    systems = {"base hybrid": per_question(evaluate(base.retriever, questions, 5, "hybrid"), questions)}
+    systems, reference = {}, {}
+    for mode in modes:
+        systems[f"base {mode}"] = per_question(evaluate(base.retriever, questions, 5, mode), questions)
     if bi is not None:
         tuned = build_assistant(corpus, profile, model=bi.model_id)
-        systems["trained bi-encoder, dense"] = per_question(evaluate(tuned.retriever, questions, 5, "dense"), questions)
-        systems["trained bi-encoder, hybrid"] = per_question(evaluate(tuned.retriever, questions, 5, "hybrid"), questions)
+        for mode in modes:
+            name = f"trained bi-encoder {mode}"
+            systems[name] = per_question(evaluate(tuned.retriever, questions, 5, mode), questions)
+            reference[name] = f"base {mode}"
     if cross is not None:
+        if "base hybrid" not in systems:
+            systems["base hybrid"] = per_question(evaluate(base.retriever, questions, 5, "hybrid"), questions)
         reranked = build_assistant(corpus, profile, reranker=cross.model_id)
         systems["base hybrid + trained cross-encoder"] = per_question(
             evaluate(reranked.retriever, questions, 5, "rerank"), questions)
+        reference["base hybrid + trained cross-encoder"] = "base hybrid"
     ids = [q.id for q in questions]
-    return {"corpus": corpus, "profile": profile, "split": split if any(q.split for q in questions) else "all",
+    return {"corpus": corpus, "profile": profile, "split": split if split_set else "all",
             "questions": len(ids), "per_question": systems,
             "scores": {name: summarize(rows, ids) for name, rows in systems.items()},
-            "vs_base": {name: paired(systems["base hybrid"], rows, ids) for name, rows in systems.items()
-                        if name != "base hybrid"}}
+            "vs_base": {name: {"base": ref} | paired(systems[ref], systems[name], ids) for name, ref in reference.items()}}
+
+
+def run_training_experiment(corpus: str = "python-docs", profile: str | None = None,
+                            sizes: tuple[int, ...] | None = None, progress: bool = True) -> dict:
+    """The lab of notebook 08: mine pairs, train the bi-encoder on growing prefixes of them (the
+    learning curve: dev MRR@10 and hit@1 of dense retrieval against training pairs, 0 being the
+    packaged model), train the cross-encoder on all of them, and compare base and trained on the
+    golden set (dev split, or all of an unsplit set). Models are cached by content; with
+    ``$RAGLAB_RECORDED`` (grading) the whole result is measured once (``raglab.experiments.recorded``)."""
+    profile = config.profile(profile)
+    sizes = tuple(sizes or CURVE_SIZES.get(profile, CURVE_SIZES["small"]))
+    params = {"corpus": corpus, "profile": profile, "sizes": sizes, "settings": asdict(settings_for(profile))}
+    return recorded("training", params, lambda: _measure_training(corpus, profile, sizes, progress))
+
+
+def _measure_training(corpus: str, profile: str, sizes: tuple[int, ...], progress: bool) -> dict:
+    settings = settings_for(profile, pairs=max(sizes))
+    pairs = corpus_pairs(corpus, profile, settings)
+    curve, bi = [], None
+    for n in sorted(sizes):
+        bi = train_bi_encoder(pairs[:n], replace(settings, pairs=n), progress)
+        dense = compare(corpus, profile, bi=bi, modes=("dense",))
+        if not curve:
+            curve.append({"pairs": 0, "seconds": 0.0, **_point(dense["scores"]["base dense"])})
+        curve.append({"pairs": n, "seconds": bi.record["seconds"], "loss_first": _mean(bi.record["loss"][:5]),
+                      "loss_last": _mean(bi.record["loss"][-5:]), **_point(dense["scores"]["trained bi-encoder dense"])})
+    cross = train_cross_encoder(pairs, settings, progress)
+    final = compare(corpus, profile, bi=bi, cross=cross)
+    return {"corpus": corpus, "profile": profile, "settings": asdict(settings), "pairs": len(pairs),
+            "pairs_by_kind": {k: sum(p.kind == k for p in pairs) for k in KINDS},
+            "examples": [{"kind": p.kind, "query": p.query, "positive": p.positive[:200], "negative": p.negative_chunk}
+                         for p in _one_of_each(pairs)],
+            "curve": curve, "bi": bi.model_id, "cross": cross.model_id,
+            "cross_seconds": cross.record["seconds"],
+            "compare": {k: final[k] for k in ("corpus", "profile", "split", "questions", "scores", "vs_base")}}
+
+
+def _point(scores: dict) -> dict:
+    return {m: scores[m] for m in ("mrr@10", "hit@1", "recall@5")}
+
+
+def _mean(values: list[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else float("nan")
+
+
+def _one_of_each(pairs: list[Pair], per_kind: int = 2) -> list[Pair]:
+    """The first ``per_kind`` pairs of each kind, for showing."""
+    out = []
+    for kind in KINDS:
+        out += [p for p in pairs if p.kind == kind][:per_kind]
+    return out
+
+
+def format_training_experiment(result: dict) -> str:
+    """The lab as text: the pairs, the learning curve, and base against trained."""
+    lines = [f"{result['pairs']} pairs mined from {result['corpus']} ({result['profile']}): "
+             + ", ".join(f"{k} {n}" for k, n in result["pairs_by_kind"].items()),
+             "learning curve (dense retrieval; 0 pairs = the packaged MiniLM):"]
+    for c in result["curve"]:
+        lines.append(f"  {c['pairs']:>6} pairs  MRR@10 {interval_text(c['mrr@10'])}  hit@1 {interval_text(c['hit@1'])}"
+                     + (f"  trained in {c['seconds']:.0f} s, loss {c['loss_first']:.3f} -> {c['loss_last']:.3f}" if c["pairs"] else ""))
+    lines.append(f"cross-encoder: trained in {result['cross_seconds']:.0f} s on all {result['pairs']} pairs")
+    lines.append(format_compare(result["compare"]))
+    return "\n".join(lines + recorded_note(result))
+
+
+def plot_learning_curve(result: dict):
+    """Dev MRR@10 and hit@1 (95% whiskers) of dense retrieval against the training pairs the
+    bi-encoder saw; 0 pairs is the packaged MiniLM."""
+    import matplotlib.pyplot as plt  # lazy: only when a chart is drawn
+
+    curve = result["curve"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = [c["pairs"] for c in curve]
+    for metric, marker in (("mrr@10", "o"), ("hit@1", "s")):
+        v = [c[metric]["value"] for c in curve]
+        err = [[vi - c[metric]["ci_low"] for vi, c in zip(v, curve)], [c[metric]["ci_high"] - vi for vi, c in zip(v, curve)]]
+        ax.errorbar(x, v, yerr=err, marker=marker, capsize=3, label=metric, alpha=0.85)
+    ax.set_xlabel("training pairs mined from the docs (0 = the packaged MiniLM)")
+    ax.set_ylabel("dense retrieval, " + ("dev split" if result["compare"]["split"] == "dev" else "golden set"))
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"Learning curve ({result['corpus']}, {result['profile']} profile, "
+                 f"{result['compare']['questions']} answerable questions)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def format_training(run: dict) -> str:
@@ -133,5 +234,5 @@ def format_compare(result: dict) -> str:
     for name, scores in result["scores"].items():
         lines.append(f"  {name:38s} " + "  ".join(f"{m} {interval_text(scores.get(m))}" for m in metrics))
     for name, diff in result["vs_base"].items():
-        lines.append(f"  {name} − base: " + "; ".join(f"{m} {paired_text(diff[m])}" for m in metrics if m in diff))
+        lines.append(f"  {name} − {diff['base']}: " + "; ".join(f"{m} {paired_text(diff[m])}" for m in metrics if m in diff))
     return "\n".join(lines)

@@ -14,7 +14,7 @@
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
-    raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
+    raglab experiment   rewrite|longcontext|cost|chunksize|training [--corpus C] [--n N] [--json OUT]
     raglab check        [DIR]                         # the instructor's rubric over the artifacts
     raglab release      [--out DIR] [--notebook STEM] [--prove]   # the student edition (nbgrader)
     raglab grade CLASS  [--out DIR] [--notebook STEM] [--jobs N | --scheduler ADDRESS] [--json]   # a class: gradebook + feedback
@@ -259,7 +259,7 @@ def cmd_train(args) -> int:
     lines = [corpus_training.format_training(run)]
     if args.compare:
         result = corpus_training.compare(args.corpus, profile, run.get("bi"), run.get("cross"))
-        data["compare"] = {k: result[k] for k in ("split", "questions", "scores", "vs_base")}
+        data["compare"] = {k: result[k] for k in ("corpus", "profile", "split", "questions", "scores", "vs_base")}
         lines.append(corpus_training.format_compare(result))
     _emit(args, data, lines)
     return 0

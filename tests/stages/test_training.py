@@ -39,12 +39,31 @@ def test_pairs_are_seeded_even_and_never_their_own_section(chunks, pairs):
     counts = {k: sum(p.kind == k for p in pairs) for k in KINDS}
     assert sorted(counts.values()) == [8, 8, 8], counts
     by_id = {c.id: c for c in chunks}
+    sections = {}
+    for c in chunks:
+        sections.setdefault(c.doc, set()).add(section_of(c))
     for p in pairs:
-        assert section_of(by_id[p.chunk]) != section_of(by_id[p.negative_chunk])
+        positive, negative = by_id[p.chunk], by_id[p.negative_chunk]
+        assert section_of(positive) != section_of(negative)
+        if len(sections[positive.doc]) > 1:                 # another section of the same page
+            assert negative.doc == positive.doc
         assert p.negative == by_id[p.negative_chunk].indexed_text
         if p.kind != "heading":
             assert p.query not in p.positive           # the cloze sentence / signature is taken out
             assert p.query in " ".join(by_id[p.chunk].indexed_text.split())
+
+
+def test_bm25_negatives_are_the_best_other_section_for_the_query(chunks):
+    from raglab.bm25 import BM25, top_k
+
+    bm25 = BM25([c.indexed_text for c in chunks])
+    by_id = {c.id: c for c in chunks}
+    for p in mine_pairs(chunks, 12, negatives="bm25"):
+        ranked = [chunks[r] for r, _ in top_k(bm25.scores(p.query), 30)]
+        first = next(c for c in ranked if section_of(c) != section_of(by_id[p.chunk]))
+        assert p.negative_chunk == first.id
+    with pytest.raises(ValueError, match="unknown negatives"):
+        mine_pairs(chunks, 3, negatives="random")
 
 
 def test_heading_pairs_are_not_a_string_copy(chunks):
