@@ -3,8 +3,8 @@ from a corpus, fine-tune the packaged MiniLM as a bi-encoder, and train a cross-
 same backbone. Everything runs on the CPU, seeded, and is cached by content hash.
 
 What a training pair may use: the corpus's own text, nothing else. No question of a golden set
-(dev or test) is ever a training query (``mine_pairs`` refuses one), because a model trained on the
-questions it is judged on scores the questions, not the retriever.
+(dev or test) is ever a training query (``mine_pairs`` drops a candidate that is one), because a
+model trained on the questions it is judged on scores the questions, not the retriever.
 
 The pairs (``mine_pairs``), each a query, the chunk it came from, and one hard negative:
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from raglab.experiments import chunksize, cost, longcontext, rewrite, training
+from raglab.experiments import chunksize, cost, longcontext, rewrite
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,4 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("cost", "Cost and latency per answer", cost.run_cost_experiment, cost.format_cost),
     Experiment("chunksize", "Chunk size against the model's limit", chunksize.run_chunksize_experiment,
                chunksize.format_chunksize),
-    Experiment("training", "Teaching the retriever the docs, without labels", training.run_training_experiment,
-               training.format_training_experiment),
 )}

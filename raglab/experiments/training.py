@@ -37,7 +37,7 @@ PROFILE_SETTINGS = {
     "full": TrainSettings(),
 }
 WHICH = ("bi", "cross")
-CURVE_SIZES = {"small": (48, 96, 192), "full": (1500, 3000, 6000)}   # the learning curve's training pairs
+CURVE_SIZES = {"small": (64, 192), "full": (1500, 3000, 6000)}   # the learning curve's training pairs
 
 
 def settings_for(profile: str, **changes) -> TrainSettings:
@@ -84,6 +84,18 @@ def train(corpus: str = "python-docs", profile: str = "small", settings: TrainSe
     return out
 
 
+def comparison_questions(corpus: str, profile: str, split: str | None = "dev", golden=None) -> tuple[list, str]:
+    """The answerable golden questions a comparison scores, and the split's name: ``split`` of a split
+    set, all of an unsplit one (``"all"``)."""
+    questions = [q for q in golden_questions(corpus, profile, golden) if q.type != "unanswerable"]
+    split_set = split in SPLITS and any(q.split for q in questions)
+    if split_set:
+        questions = [q for q in questions if q.split == split]
+    if not questions:
+        raise ValueError(f"no golden questions to compare on for {corpus!r} ({profile})")
+    return questions, split if split_set else "all"
+
+
 def compare(corpus: str = "python-docs", profile: str = "small", bi: Trained | None = None,
             cross: Trained | None = None, split: str | None = "dev", golden=None,
             modes: tuple[str, ...] = ("dense", "hybrid")) -> dict:
@@ -91,12 +103,7 @@ def compare(corpus: str = "python-docs", profile: str = "small", bi: Trained | N
     ``split`` (all of them for a set without splits): per-question metrics, each system's means with
     intervals, and each trained system's paired difference from the base in the same mode (the
     reranked one from the base hybrid)."""
-    questions = [q for q in golden_questions(corpus, profile, golden) if q.type != "unanswerable"]
-    split_set = split in SPLITS and any(q.split for q in questions)
-    if split_set:
-        questions = [q for q in questions if q.split == split]
-    if not questions:
-        raise ValueError(f"no golden questions to compare on for {corpus!r} ({profile})")
+    questions, split_name = comparison_questions(corpus, profile, split, golden)
     base = build_assistant(corpus, profile)
     systems, reference = {}, {}
     for mode in modes:
@@ -115,48 +122,53 @@ def compare(corpus: str = "python-docs", profile: str = "small", bi: Trained | N
             evaluate(reranked.retriever, questions, 5, "rerank"), questions)
         reference["base hybrid + trained cross-encoder"] = "base hybrid"
     ids = [q.id for q in questions]
-    return {"corpus": corpus, "profile": profile, "split": split if split_set else "all",
-            "questions": len(ids), "per_question": systems,
+    return {"corpus": corpus, "profile": profile, "split": split_name, "questions": len(ids), "per_question": systems,
             "scores": {name: summarize(rows, ids) for name, rows in systems.items()},
             "vs_base": {name: {"base": ref} | paired(systems[ref], systems[name], ids) for name, ref in reference.items()}}
 
 
 def run_training_experiment(corpus: str = "python-docs", profile: str | None = None,
-                            sizes: tuple[int, ...] | None = None, progress: bool = True) -> dict:
+                            sizes: tuple[int, ...] | None = None, cross: bool = False, progress: bool = True) -> dict:
     """The lab of notebook 08: mine pairs, train the bi-encoder on growing prefixes of them (the
-    learning curve: dev MRR@10 and hit@1 of dense retrieval against training pairs, 0 being the
-    packaged model), train the cross-encoder on all of them, and compare base and trained on the
-    golden set (dev split, or all of an unsplit set). Models are cached by content; with
-    ``$RAGLAB_RECORDED`` (grading) the whole result is measured once (``raglab.experiments.recorded``)."""
+    learning curve: MRR@10 and hit@1 of dense retrieval against training pairs, 0 being the
+    packaged model), and compare base and trained on the golden set (dev split, or all of an
+    unsplit set); with ``cross`` also train the cross-encoder on all the pairs and rerank with it.
+    Models are cached by content; with ``$RAGLAB_RECORDED`` (grading) the whole result is measured
+    once (``raglab.experiments.recorded``)."""
     profile = config.profile(profile)
-    sizes = tuple(sizes or CURVE_SIZES.get(profile, CURVE_SIZES["small"]))
-    params = {"corpus": corpus, "profile": profile, "sizes": sizes, "settings": asdict(settings_for(profile))}
-    return recorded("training", params, lambda: _measure_training(corpus, profile, sizes, progress))
+    sizes = tuple(sorted(sizes or CURVE_SIZES.get(profile, CURVE_SIZES["small"])))
+    params = {"corpus": corpus, "profile": profile, "sizes": sizes, "cross": cross,
+              "settings": asdict(settings_for(profile))}
+    return recorded("training", params, lambda: _measure_training(corpus, profile, sizes, cross, progress))
 
 
-def _measure_training(corpus: str, profile: str, sizes: tuple[int, ...], progress: bool) -> dict:
+def _measure_training(corpus: str, profile: str, sizes: tuple[int, ...], cross: bool, progress: bool) -> dict:
     settings = settings_for(profile, pairs=max(sizes))
     pairs = corpus_pairs(corpus, profile, settings)
-    curve, bi = [], None
-    for n in sorted(sizes):
+    questions, _ = comparison_questions(corpus, profile)
+    base = build_assistant(corpus, profile)
+    curve = [{"pairs": 0, "seconds": 0.0, **_dense_point(base, questions)}]
+    bi = None
+    for n in sizes:
         bi = train_bi_encoder(pairs[:n], replace(settings, pairs=n), progress)
-        dense = compare(corpus, profile, bi=bi, modes=("dense",))
-        if not curve:
-            curve.append({"pairs": 0, "seconds": 0.0, **_point(dense["scores"]["base dense"])})
         curve.append({"pairs": n, "seconds": bi.record["seconds"], "loss_first": _mean(bi.record["loss"][:5]),
-                      "loss_last": _mean(bi.record["loss"][-5:]), **_point(dense["scores"]["trained bi-encoder dense"])})
-    cross = train_cross_encoder(pairs, settings, progress)
-    final = compare(corpus, profile, bi=bi, cross=cross)
+                      "loss_last": _mean(bi.record["loss"][-5:]),
+                      **_dense_point(build_assistant(corpus, profile, model=bi.model_id), questions)})
+    reranker = train_cross_encoder(pairs, settings, progress) if cross else None
+    final = compare(corpus, profile, bi=bi, cross=reranker)
     return {"corpus": corpus, "profile": profile, "settings": asdict(settings), "pairs": len(pairs),
             "pairs_by_kind": {k: sum(p.kind == k for p in pairs) for k in KINDS},
             "examples": [{"kind": p.kind, "query": p.query, "positive": p.positive[:200], "negative": p.negative_chunk}
                          for p in _one_of_each(pairs)],
-            "curve": curve, "bi": bi.model_id, "cross": cross.model_id,
-            "cross_seconds": cross.record["seconds"],
+            "curve": curve, "bi": bi.model_id, "cross": reranker.model_id if reranker else None,
+            "cross_seconds": reranker.record["seconds"] if reranker else None,
             "compare": {k: final[k] for k in ("corpus", "profile", "split", "questions", "scores", "vs_base")}}
 
 
-def _point(scores: dict) -> dict:
+def _dense_point(assistant, questions) -> dict:
+    """MRR@10, hit@1 and recall@5 (with intervals) of an assistant's dense retrieval on the questions."""
+    rows = per_question(evaluate(assistant.retriever, questions, 5, "dense"), questions)
+    scores = summarize(rows, [q.id for q in questions])
     return {m: scores[m] for m in ("mrr@10", "hit@1", "recall@5")}
 
 
@@ -180,7 +192,8 @@ def format_training_experiment(result: dict) -> str:
     for c in result["curve"]:
         lines.append(f"  {c['pairs']:>6} pairs  MRR@10 {interval_text(c['mrr@10'])}  hit@1 {interval_text(c['hit@1'])}"
                      + (f"  trained in {c['seconds']:.0f} s, loss {c['loss_first']:.3f} -> {c['loss_last']:.3f}" if c["pairs"] else ""))
-    lines.append(f"cross-encoder: trained in {result['cross_seconds']:.0f} s on all {result['pairs']} pairs")
+    if result.get("cross"):
+        lines.append(f"cross-encoder: trained in {result['cross_seconds']:.0f} s on all {result['pairs']} pairs")
     lines.append(format_compare(result["compare"]))
     return "\n".join(lines + recorded_note(result))
 

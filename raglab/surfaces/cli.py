@@ -14,7 +14,7 @@
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
-    raglab experiment   rewrite|longcontext|cost|chunksize|training [--corpus C] [--n N] [--json OUT]
+    raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
     raglab check        [DIR]                         # the instructor's rubric over the artifacts
     raglab release      [--out DIR] [--notebook STEM] [--prove]   # the student edition (nbgrader)
     raglab grade CLASS  [--out DIR] [--notebook STEM] [--jobs N | --scheduler ADDRESS] [--json]   # a class: gradebook + feedback

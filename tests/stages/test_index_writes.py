@@ -173,7 +173,7 @@ def test_a_damaged_file_is_a_clear_error_and_a_rebuild_mends_it(folder, root, na
 def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, root):
     from raglab.files import atomic_dir
 
-    dest = root / index_name(str(folder), "small", SETTINGS)
+    dest = root / index_name(str(folder), "small", SETTINGS, model_id=MODEL)
     with pytest.raises(RuntimeError, match="the first build stops"):
         with atomic_dir(dest) as tmp:          # a first build, in the middle of writing
             (tmp / "chunks.jsonl").write_text("{}\n")
@@ -188,7 +188,7 @@ def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, 
 
 
 def test_the_lock_names_another_process_holding_it(folder, root):
-    dest = root / index_name(str(folder), "small", SETTINGS)
+    dest = root / index_name(str(folder), "small", SETTINGS, model_id=MODEL)
     code = ("import sys, time; from raglab.files import dir_lock\n"
             "with dir_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(dest)], stdout=subprocess.PIPE, text=True)
@@ -203,7 +203,7 @@ def test_the_lock_names_another_process_holding_it(folder, root):
 
 
 def test_two_builds_at_once_both_finish_and_leave_one_usable_index(folder, root):
-    dest = root / index_name(str(folder), "small", SETTINGS)
+    dest = root / index_name(str(folder), "small", SETTINGS, model_id=MODEL)
     with dir_lock(dest):                      # both start while the folder is busy, so they overlap
         procs = [start_build(folder, root) for _ in range(2)]
         assert all(p.poll() is None for p in procs)

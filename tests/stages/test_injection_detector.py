@@ -144,14 +144,19 @@ def test_the_detector_flags_no_sentence_of_the_help_center_but_its_planted_notes
 
 
 @pytest.mark.slow
-def test_the_detector_flags_under_one_in_a_thousand_sentences_of_the_full_python_docs():
+def test_the_detector_flags_under_one_in_a_thousand_of_a_sample_of_the_full_python_docs():
+    """A seeded sample of 12,000 of the full docs' sentences (every sentence, about 116,000, takes nine
+    minutes cold here: `python scripts/injection_false_positives.py` counts them all, as the README quotes)."""
+    import random
+
     from raglab.corpus import load_corpus
     from raglab.text import sentences
 
     every = [s for d in load_corpus("python-docs", "full") for s in sentences(d.text, limit=10**9)]
-    flags = InjectionDetector().flags(every)
-    hits = [s for s, f in zip(every, flags) if f]
-    assert len(every) > 100_000 and len(hits) < len(every) / 1000, hits[:20]
+    sample = random.Random(21).sample(every, 12_000)
+    flags = InjectionDetector().flags(sample)
+    hits = [s for s, f in zip(sample, flags) if f]
+    assert len(every) > 100_000 and len(hits) < len(sample) / 1000, hits[:20]
 
 
 @pytest.mark.slow
