@@ -27,6 +27,7 @@ trained into a temporary folder and renamed when complete.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import random
@@ -152,7 +153,7 @@ def candidates(chunks: Sequence[Chunk], kind: str) -> list[tuple[str, str, int]]
 
 
 def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, seed: int = 25,
-               forbidden: Iterable[str] = (), dense_negatives=None, negatives: str = "page") -> list[Pair]:
+               forbidden: Iterable[str] = (), negatives: str = "page") -> list[Pair]:
     """``n`` training triples from the chunks, drawn evenly over ``kinds`` with a seeded generator
     (a kind with too few candidates gives what it has; the others fill the rest).
 
@@ -168,12 +169,12 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
             own page, drawn at random (the retriever's weak spot is ranking within the right page;
             a page with one section falls back to BM25); ``bm25``, BM25's best chunk for the query
             outside the section. BM25 negatives share more words with the query than the positive
-            (its query sentence was taken out), so a model learns that overlap means "wrong": a
-            cross-encoder trained on them ranked the small profile's answers last.
-        dense_negatives: ``fn(queries) -> list of ranked chunk rows`` (e.g. the base model's dense
-            top 20); when given, every other triple takes its negative from it instead.
+            (its query sentence was taken out), so a model can learn that overlap means "wrong": a
+            cross-encoder trained on them ranked the small profile's answers below chance.
     """
-    kinds = [k for k in dict.fromkeys(kinds)]
+    if negatives not in NEGATIVES:
+        raise ValueError(f"unknown negatives {negatives!r}: choose {', '.join(NEGATIVES)}")
+    kinds = list(dict.fromkeys(kinds))
     rng = random.Random(seed)
     questions = [" ".join(f.lower().split()) for f in forbidden if f and f.strip()]
     pools = {k: [c for c in candidates(chunks, k) if not _is_question(c[0], questions)] for k in kinds}
@@ -191,21 +192,17 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
     for k in kinds:
         picked += [(k, *item) for item in pools[k][:want[k]]]
     rng.shuffle(picked)
-    bm25 = BM25([c.indexed_text for c in chunks])
-    dense = dense_negatives([q for _, q, _, _ in picked]) if dense_negatives is not None and picked else None
-    if negatives not in NEGATIVES:
-        raise ValueError(f"unknown negatives {negatives!r}: choose {', '.join(NEGATIVES)}")
     sections_of_page: dict[str, dict[tuple, list[int]]] = {}
     for r, c in enumerate(chunks):
         sections_of_page.setdefault(c.doc, {}).setdefault(section_of(c), []).append(r)
+    bm25 = None                        # built on first need: "page" negatives need it only for one-section pages
     pairs = []
-    for i, (kind, query, positive, row) in enumerate(picked):
+    for kind, query, positive, row in picked:
         others = [rows for sec, rows in sections_of_page[chunks[row].doc].items() if sec != section_of(chunks[row])]
-        if dense is not None and i % 2:
-            ranked = dense[i]
-        elif negatives == "page" and others:
+        if negatives == "page" and others:
             ranked = [rng.choice(rng.choice(others))]
         else:
+            bm25 = bm25 or BM25([c.indexed_text for c in chunks])
             ranked = [r for r, _ in top_k(bm25.scores(query), 30)]
         negative = next((r for r in ranked if section_of(chunks[r]) != section_of(chunks[row])), None)
         if negative is None:
@@ -231,8 +228,9 @@ def pairs_hash(pairs: Sequence[Pair]) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def base_hash() -> str:
-    """sha256 of the packaged MiniLM's weights file (the base both models start from)."""
+    """sha256 of the packaged MiniLM's weights file (the base both models start from; read once a process)."""
     h = hashlib.sha256()
     with open(minilm_path() / "model.safetensors", "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -270,10 +268,15 @@ def _load_record(path: Path) -> dict:
     return json.loads((path / "training.json").read_text(encoding="utf-8"))
 
 
-def cached_model(kind: str, pairs: Sequence[Pair], settings: TrainSettings) -> Trained | None:
-    """The saved model these pairs and settings make, if it was trained before."""
-    path = models_dir() / model_name(kind, pairs, settings)
-    return Trained(path.name, path, _load_record(path), cached=True) if (path / "training.json").exists() else None
+def cached_model(name: str) -> Trained | None:
+    """The saved model of this name (``model_name``), if it was trained before."""
+    path = models_dir() / name
+    return Trained(name, path, _load_record(path), cached=True) if (path / "training.json").exists() else None
+
+
+def kind_counts(pairs: Sequence[Pair]) -> dict[str, int]:
+    """How many pairs of each kind, in ``KINDS`` order."""
+    return {k: sum(p.kind == k for p in pairs) for k in KINDS}
 
 
 # ---------------------------------------------------------------- training loops
@@ -326,7 +329,8 @@ def _train(kind: str, pairs: Sequence[Pair], settings: TrainSettings, build, pro
     ``build()`` loads the model and returns ``(module to train, step(batch) -> loss, save(folder),
     parameter groups or None)``."""
     settings = settings.check()
-    cached = cached_model(kind, pairs, settings)
+    name = model_name(kind, pairs, settings)
+    cached = cached_model(name)
     if cached is not None:
         return cached
     quiet_loading()
@@ -334,7 +338,6 @@ def _train(kind: str, pairs: Sequence[Pair], settings: TrainSettings, build, pro
     import torch  # lazy: torch takes seconds to import
 
     model, step_fn, save, groups = build(settings)
-    name = model_name(kind, pairs, settings)
     dest = models_dir() / name
     batches = _batches(pairs, settings)
     optimizer = torch.optim.AdamW(groups or model.parameters(), lr=settings.learning_rate)
@@ -361,9 +364,8 @@ def _train(kind: str, pairs: Sequence[Pair], settings: TrainSettings, build, pro
         if bar is not None:
             bar.close()
     model.eval()
-    kinds = {k: sum(p.kind == k for p in pairs) for k in KINDS}
     record = {"name": name, "kind": kind, "base": MINILM, "base_sha256": base_hash(), "pairs": len(pairs),
-              "pairs_by_kind": kinds, "pairs_sha256": pairs_hash(pairs), "settings": asdict(settings),
+              "pairs_by_kind": kind_counts(pairs), "pairs_sha256": pairs_hash(pairs), "settings": asdict(settings),
               "batches": len(batches), "seconds": round(time.perf_counter() - start, 1), "loss": losses,
               "torch_threads": torch.get_num_threads(),
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -2,8 +2,9 @@
 golden question kept out, both models trained (cached by content), and the base and trained
 retrievers compared on the golden set's dev split (or, where a set has no split, on all of it).
 
-The settings per profile are in ``PROFILE_SETTINGS``: the small profile trains in about three
-minutes on a 2-core CPU (what CI and notebook 08 run), the full docs within an hour.
+The settings per profile are in ``PROFILE_SETTINGS``: on a 2-core CPU the small profile's bi-encoder
+trains in about 10 s (notebook 08 trains two), the full docs' in about 10 minutes; a cross-encoder
+costs about 20 s a step of 32 pairs (about an hour for the full docs' 6,000).
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import time
 from dataclasses import asdict, replace
 
 from raglab import config
-
 from raglab.assistant import build_assistant
 from raglab.chunking import ChunkSettings, chunk_corpus
 from raglab.corpora import entry, golden_path, registered
@@ -27,6 +27,7 @@ from raglab.training import (
     TrainSettings,
     Trained,
     describe,
+    kind_counts,
     mine_pairs,
     train_bi_encoder,
     train_cross_encoder,
@@ -98,13 +99,13 @@ def comparison_questions(corpus: str, profile: str, split: str | None = "dev", g
 
 def compare(corpus: str = "python-docs", profile: str = "small", bi: Trained | None = None,
             cross: Trained | None = None, split: str | None = "dev", golden=None,
-            modes: tuple[str, ...] = ("dense", "hybrid")) -> dict:
+            modes: tuple[str, ...] = ("dense", "hybrid"), base=None) -> dict:
     """The base retrievers against the trained models on the golden set's answerable questions of
     ``split`` (all of them for a set without splits): per-question metrics, each system's means with
     intervals, and each trained system's paired difference from the base in the same mode (the
-    reranked one from the base hybrid)."""
+    reranked one from the base hybrid). ``base``: the base assistant, when the caller has built it."""
     questions, split_name = comparison_questions(corpus, profile, split, golden)
-    base = build_assistant(corpus, profile)
+    base = base or build_assistant(corpus, profile)
     systems, reference = {}, {}
     for mode in modes:
         systems[f"base {mode}"] = per_question(evaluate(base.retriever, questions, 5, mode), questions)
@@ -155,9 +156,9 @@ def _measure_training(corpus: str, profile: str, sizes: tuple[int, ...], cross: 
                       "loss_last": _mean(bi.record["loss"][-5:]),
                       **_dense_point(build_assistant(corpus, profile, model=bi.model_id), questions)})
     reranker = train_cross_encoder(pairs, settings, progress) if cross else None
-    final = compare(corpus, profile, bi=bi, cross=reranker)
+    final = compare(corpus, profile, bi=bi, cross=reranker, base=base)
     return {"corpus": corpus, "profile": profile, "settings": asdict(settings), "pairs": len(pairs),
-            "pairs_by_kind": {k: sum(p.kind == k for p in pairs) for k in KINDS},
+            "pairs_by_kind": kind_counts(pairs),
             "examples": [{"kind": p.kind, "query": p.query, "positive": p.positive[:200], "negative": p.negative_chunk}
                          for p in _one_of_each(pairs)],
             "curve": curve, "bi": bi.model_id, "cross": reranker.model_id if reranker else None,
@@ -223,9 +224,8 @@ def plot_learning_curve(result: dict):
 def format_training(run: dict) -> str:
     """What ``raglab train`` prints: the pairs by kind and each model's line."""
     pairs = run["pairs"]
-    kinds = {k: sum(p.kind == k for p in pairs) for k in dict.fromkeys(p.kind for p in pairs)}
     lines = [f"{len(pairs)} training pairs mined in {run['mined_s']:.0f} s ("
-             + ", ".join(f"{k} {n}" for k, n in kinds.items()) + "); no golden question among the queries"]
+             + ", ".join(f"{k} {n}" for k, n in kind_counts(pairs).items()) + "); no golden question among the queries"]
     for key in WHICH:
         if key in run:
             lines.append(describe(run[key]))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import shlex
@@ -253,7 +254,7 @@ def cmd_train(args) -> int:
     which = corpus_training.WHICH if args.which == "both" else (args.which,)
     run = corpus_training.train(args.corpus, profile, corpus_training.settings_for(profile, **changes), which,
                                 progress=not args.json)
-    data = {"pairs": len(run["pairs"]), "settings": run["settings"].__dict__,
+    data = {"pairs": len(run["pairs"]), "settings": dataclasses.asdict(run["settings"]),
             **{k: {"model": run[k].model_id, "path": str(run[k].path), "cached": run[k].cached,
                    "seconds": run[k].record["seconds"]} for k in corpus_training.WHICH if k in run}}
     lines = [corpus_training.format_training(run)]
