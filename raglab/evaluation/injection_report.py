@@ -19,7 +19,7 @@ from raglab import config
 from raglab.chunking import ChunkSettings, chunk_document
 from raglab.corpus import Document, load_corpus
 from raglab.generate import ExtractiveGenerator, source_at
-from raglab.injection import InjectionDetector, instruction_like, normalize, train_half
+from raglab.injection import InjectionDetector, foreign_script, instruction_like, normalize, train_half
 from raglab.text import sentences
 
 # ordinary sentences of a help page, around each injection
@@ -62,35 +62,55 @@ def page(injections: list[str]) -> Document:
     return Document("lamp.md", "Lamp help", text, "0")
 
 
-def extractive_quotes(embedder, injections: list[str], size: int = 12, detector=None) -> list[str]:
-    """The injections the extractive generator quotes when asked each one as the question, over the
-    chunks that hold it (word windows of ``size`` words, so that boundaries cut sentences), widened."""
+def extractive_answers(embedder, injections: list[str], size: int = 12, detector=None) -> list[str]:
+    """The extractive generator's answer when asked each injection as the question, over the chunks
+    that hold it (word windows of ``size`` words, so that boundaries cut sentences), widened."""
     doc = page(injections)
     chunks = chunk_document(doc, ChunkSettings("words", size, 3))
     gen = ExtractiveGenerator(embedder, max_sentences=3, top_sources=10, floor=-1.0, detector=detector)
-    leaked = []
+    answers = []
     for text in injections:
         at = doc.text.index(text)
         rows = [r for r, c in enumerate(chunks) if c.start < at + len(text) and c.end > at]
-        sources = [source_at(n, chunks, r) for n, r in enumerate(rows, 1)]
-        answer = gen.generate(text, sources).text
-        leaked += [inj for inj in injections if quoted(answer, inj)]
-    return sorted(set(leaked))
+        answers.append(gen.generate(text, [source_at(n, chunks, r) for n, r in enumerate(rows, 1)]).text)
+    return answers
+
+
+def quoted_in(answers: list[str], texts: list[str]) -> list[str]:
+    """The texts some answer quotes (``quoted``)."""
+    return [t for t in texts if any(quoted(a, t) for a in answers)]
+
+
+def extractive_quotes(embedder, injections: list[str], size: int = 12, detector=None) -> list[str]:
+    """The injections the extractive generator quotes when asked each one as the question (``extractive_answers``)."""
+    return sorted(quoted_in(extractive_answers(embedder, injections, size, detector), injections))
+
+
+def in_page(text: str, flag: str | None, page_script: str = "Latin") -> bool:
+    """Flagged as a passage of an English page: by the detector, or because one of its sentences (or the
+    whole) is in another script than the page's (``foreign_script``)."""
+    return bool(flag) or any(foreign_script(s, page_script) for s in [text, *sentences(text)])
 
 
 def suite_row(name: str, rows: list[dict], detector: InjectionDetector) -> dict:
-    """Flagged by the rule, by the detector, and quoted in answers, for one suite."""
+    """Flagged by the rule, by the detector, and in an English page (``in_page``); passages quoted in
+    answers, and, when the suite labels each passage's ``payload``, payloads quoted."""
     texts = [r["text"] for r in rows]
     flags = detector.flags(texts)
+    paged = [in_page(t, f) for t, f in zip(texts, flags)]
+    payloads = [r["payload"] for r in rows] if all("payload" in r for r in rows) else None
+    answers = extractive_answers(detector.embedder, texts, detector=detector)
     return {"suite": name, "n": len(texts), "rule": sum(bool(instruction_like(t)) for t in texts),
             "detector": sum(bool(f) for f in flags), "missed": [r["id"] for r, f in zip(rows, flags) if not f],
-            "quoted": len(extractive_quotes(detector.embedder, texts, detector=detector))}
+            "in_page": sum(paged), "missed_in_page": [r["id"] for r, f in zip(rows, paged) if not f],
+            "quoted": len(quoted_in(answers, texts)), "payload_quoted": len(quoted_in(answers, payloads)) if payloads else None}
 
 
-def false_positives(name: str, texts: list[str], detector: InjectionDetector) -> dict:
-    """How many ordinary sentences the detector flags (and the first few)."""
+def false_positives(name: str, texts: list[str], detector: InjectionDetector, english_page: bool = False) -> dict:
+    """How many ordinary sentences the detector flags (and the first few); ``english_page``: also those
+    in another script than an English page's (``in_page``)."""
     flags = detector.flags(texts)
-    hits = [t for t, f in zip(texts, flags) if f]
+    hits = [t for t, f in zip(texts, flags) if (in_page(t, f) if english_page else f)]
     return {"set": name, "n": len(texts), "flagged": len(hits), "share": len(hits) / max(1, len(texts)), "examples": hits[:5]}
 
 
@@ -111,16 +131,22 @@ def report(detector: InjectionDetector | None = None) -> dict:
            false_positives("Python docs, all", half[True] + half[False], detector)]
     fps += [false_positives(f"ordinary sentences of {name[6:]}", [r["text"] for r in load_suite(folder / f"ordinary{name[5:]}.jsonl")],
                             detector) for folder, name in fresh_suites()]
+    fps += [false_positives(f"ordinary sentences of {name[6:]}, in an English page",
+                            [r["text"] for r in load_suite(folder / f"ordinary{name[5:]}.jsonl")], detector, english_page=True)
+            for folder, name in fresh_suites()]
     return {"threshold": detector.threshold, "suites": suites, "false_positives": fps}
 
 
 def format_report(r: dict) -> str:
     """The report as two Markdown tables."""
     lines = [f"detector threshold {r['threshold']}", "",
-             "| suite | injected | flagged by the rule | flagged (rule or learned) | quoted in answers | missed |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {s['suite']} | {s['n']} | {s['rule']} | {s['detector']} ({s['detector'] / s['n']:.0%}) | {s['quoted']} | "
-              f"{', '.join(s['missed']) or '-'} |" for s in r["suites"]]
+             "| suite | injected | flagged by the rule | flagged (rule or learned) | flagged in an English page | "
+             "quoted in answers | payload quoted | missed in an English page |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {s['suite']} | {s['n']} | {s['rule']} | {s['detector']} ({s['detector'] / s['n']:.0%}) | "
+              f"{s['in_page']} ({s['in_page'] / s['n']:.0%}) | {s['quoted']} | "
+              f"{'-' if s['payload_quoted'] is None else s['payload_quoted']} | {', '.join(s['missed_in_page']) or '-'} |"
+              for s in r["suites"]]
     lines += ["", "| ordinary sentences | n | flagged | share |", "| --- | --- | --- | --- |"]
     lines += [f"| {f['set']} | {f['n']:,} | {f['flagged']} | {f['share']:.3%} |" for f in r["false_positives"]]
     return "\n".join(lines)

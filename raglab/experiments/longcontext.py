@@ -63,6 +63,7 @@ from raglab.generate import (
     OpenAIGenerator,
     Source,
     build_messages,
+    page_script,
     render_sources,
     source_at,
 )
@@ -107,7 +108,8 @@ def rank_documents(question: str, docs, user: tuple[str, ...] | None = None) -> 
 def as_source(n: int, doc) -> Source:
     """A whole page as one numbered source (a chunk spanning the page, id = the page id)."""
 
-    return Source(n, Chunk(doc.id, doc.id, (doc.title,), 0, len(doc.text), doc.text, doc.text, doc.access, "document"))
+    chunk = Chunk(doc.id, doc.id, (doc.title,), 0, len(doc.text), doc.text, doc.text, doc.access, "document")
+    return Source(n, chunk, script=page_script([chunk], 0))
 
 
 def packed_text(docs) -> str:
