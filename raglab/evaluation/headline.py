@@ -29,12 +29,15 @@ from raglab.evaluation.baseline import CourseBaseline
 from raglab.evaluation.golden import SPLITS, Question, load_golden
 from raglab.evaluation.scoreboard import Result, evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test, paired_text, percentile
+from raglab.packaged_models import TRAINED_PREFIX
+from raglab.training import cached_model
 
 RETRIEVAL = ("doc_hit@5", "recall@5", "mrr@10", "hit@1")
 ANSWERS = ("abstention", "facts")
 LABELS = {"doc_hit@5": "doc hit@5", "recall@5": "evidence recall@5", "mrr@10": "MRR@10", "hit@1": "hit@1",
           "abstention": "abstention accuracy", "facts": "answer has the facts"}
 TARGETS = {"doc_hit@5": 0.95, "recall@5": 0.85, "mrr@10": 0.85, "abstention": 0.95, "facts": 0.75}
+CEILING_DEPTH = 20     # the candidates a reranker could reorder: evidence not among them is out of any ranker's reach
 RESULTS = config.PROJECT_ROOT / "evals" / "results" / "python-docs-full.json"
 LAB = config.PROJECT_ROOT / "evals" / "full_docs_lab.md"
 
@@ -97,9 +100,13 @@ def paired(a: dict, b: dict, ids: list[str]) -> dict[str, dict]:
 
 
 def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None,
-                 modes: tuple[str, ...] = ("dense", "bm25", "hybrid")) -> dict:
+                 modes: tuple[str, ...] = ("dense", "bm25", "hybrid"), model: str | None = None) -> dict:
     """Score the default assistant (answers and its own retrieval, plus each of ``modes``) and the
-    course baseline (its dense, BM25 and hybrid) on every question of a split golden set."""
+    course baseline (its dense, BM25 and hybrid) on every question of a split golden set, and the
+    ceiling: the share of answerable questions with no evidence among the default's top
+    ``CEILING_DEPTH`` candidates. ``model``: a trained bi-encoder (``trained/bi-<hash>``) scored the
+    same way in the default's place (answers and dense), with its paired differences from the
+    default and from the course baseline (``trained``)."""
     golden = golden or golden_path(corpus, profile)
     questions = load_golden(golden, load_corpus(corpus, profile))
     if not all(q.split in SPLITS for q in questions):
@@ -121,6 +128,23 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
             latency["course baseline"] = [r.retrieve_ms for r in results]
     head, base = next(iter(systems)), "course baseline hybrid"
     splits = {s: [q.id for q in questions if q.split == s] for s in SPLITS}
+    deep = {r.id: r.recall for r in evaluate(assistant.retriever, answerable, CEILING_DEPTH, assistant.mode, depth=CEILING_DEPTH)}
+    ceiling = {s: {"depth": CEILING_DEPTH, "answerable": len([i for i in ids if i in deep]),
+                   "missing": round(sum(deep[i] == 0 for i in ids if i in deep) / max(1, len([i for i in ids if i in deep])), 4)}
+               for s, ids in splits.items()}
+    trained = None
+    if model:
+        tuned = build_assistant(corpus, profile, model=model)
+        name = f"trained bi-encoder ({tuned.mode} + answers)"
+        systems[name] = per_question(evaluate(tuned.retriever, questions, 5, tuned.mode, tuned), questions)
+        systems["trained bi-encoder dense"] = per_question(evaluate(tuned.retriever, answerable, 5, "dense"), questions)
+        record = cached_model(model.removeprefix(TRAINED_PREFIX))
+        trained = {"model": model, "system": name,
+                   "training": {k: record.record[k] for k in ("pairs", "pairs_by_kind", "settings", "seconds", "date")} if record else None,
+                   "vs_default": {s: paired(systems[head], systems[name], ids) for s, ids in splits.items()},
+                   "vs_baseline": {s: paired(systems[base], systems[name], ids) for s, ids in splits.items()},
+                   "dense_vs_default_dense": {s: paired(systems["default dense"], systems["trained bi-encoder dense"], ids)
+                                              for s, ids in splits.items()} if "default dense" in systems else None}
     return {
         "corpus": corpus, "profile": profile, "golden": _shown(golden), "date": started,
         "machine": machine(),
@@ -131,6 +155,7 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
         "latency_ms": {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in latency.items()},
         "targets": TARGETS, "per_question": systems,
         "evidence_strength": {r.id: r.evidence for r in default},
+        "ceiling": ceiling, "trained": trained,
     }
 
 
@@ -167,7 +192,24 @@ def format_headline(report: dict) -> str:
                 headline_table(report, split), ""]
     out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
             "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]
+    if report.get("ceiling"):
+        out += ["", "ceiling: " + ", ".join(f"{s} {c['missing']:.1%} of {c['answerable']} answerable questions have no evidence "
+                                           f"in the default's top {c['depth']}" for s, c in report["ceiling"].items())]
+    if report.get("trained"):
+        out += ["", f"paired differences, {report['trained']['model']} in the default's place", trained_table(report)]
     return "\n".join(out)
+
+
+def trained_table(report: dict) -> str:
+    """The trained bi-encoder's system minus the default, and minus the course baseline, per metric and split."""
+    t = report["trained"]
+    cols = [(f"trained − default, {s}", t["vs_default"][s]) for s in SPLITS] + \
+           [(f"trained − baseline, {s}", t["vs_baseline"][s]) for s in SPLITS]
+    lines = ["| metric | target (test) | " + " | ".join(c for c, _ in cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for m in RETRIEVAL + ANSWERS:
+        lines.append(f"| {LABELS[m]} | {report['targets'].get(m, '')} | "
+                     + " | ".join(paired_text(d[m]) if d.get(m) else "" for _, d in cols) + " |")
+    return "\n".join(lines)
 
 
 def load_headline(path: str | Path = RESULTS) -> dict:
@@ -198,13 +240,17 @@ def difference_frame(report: dict):
 
 def summary_for_report(report: dict) -> dict:
     """What the write-up prints of the headline (``raglab report``): test scores of the default and
-    the course baseline, their paired differences, the targets, and where the numbers come from."""
+    the course baseline, their paired differences, the targets, where the numbers come from, the
+    ceiling, and the trained bi-encoder's test scores and differences when the headline has one."""
     scores = report["scores"]["test"]
     default = next(iter(scores))
     return {"date": report["date"], "machine": report["machine"], "golden": Path(report["golden"]).name,
             "questions": report["questions"], "default": scores[default],
             "baseline": scores["course baseline hybrid"], "vs_baseline": report["vs_baseline"]["test"],
-            "targets": report["targets"], "chunks": report["default"]["chunks"]}
+            "targets": report["targets"], "chunks": report["default"]["chunks"],
+            "ceiling": (report.get("ceiling") or {}).get("test"),
+            "trained": ({"model": t["model"], "scores": scores[t["system"]], "vs_default": t["vs_default"]["test"],
+                         "vs_baseline": t["vs_baseline"]["test"]} if (t := report.get("trained")) else None)}
 
 
 _LAB_ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<doc_hit>[\d.]+) \| (?P<recall>[\d.]+) \| (?P<mrr>[\d.]+) \| "

@@ -65,7 +65,7 @@ from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
 from raglab.files import atomic_open, write_jsonl
 from raglab.index import IndexNotReady, build_index
-from raglab.packaged_models import serve_forever
+from raglab.packaged_models import TRAINED_PREFIX, serve_forever
 from raglab.pg_index import sync_pgvector
 from raglab.rerank import make_reranker
 from raglab.retrieval import Levers, Retriever, get_index
@@ -211,9 +211,12 @@ def cmd_eval(args) -> int:
     path = golden_file(golden, args.profile) if golden in REGISTRY else golden     # $RAGLAB_GOLDEN overrides
     if args.split is None and any(q.split for q in load_golden(path)):
         profile = config.profile(args.profile)
-        report = run_headline(args.corpus, profile, path)
+        if args.model and not args.model.startswith(TRAINED_PREFIX):
+            raise SystemExit(f"--model {args.model}: the headline scores a trained bi-encoder (trained/bi-<hash>, "
+                             "raglab train) beside the default; score another model with --split dev")
+        report = run_headline(args.corpus, profile, path, model=args.model)
         report["command"] = f"RAGLAB_PROFILE={profile} raglab eval --corpus {args.corpus}" + \
-            (f" --json {args.json}" if args.json else "")
+            (f" --model {args.model}" if args.model else "") + (f" --json {args.json}" if args.json else "")
         if args.json:
             with atomic_open(args.json) as fh:
                 json.dump(report, fh, indent=2)
