@@ -193,8 +193,7 @@ def format_headline(report: dict) -> str:
     out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
             "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]
     if report.get("ceiling"):
-        out += ["", "ceiling: " + ", ".join(f"{s} {c['missing']:.1%} of {c['answerable']} answerable questions have no evidence "
-                                           f"in the default's top {c['depth']}" for s, c in report["ceiling"].items())]
+        out += ["", "ceiling:", ceiling_text(report)]
     if report.get("trained"):
         out += ["", f"paired differences, {report['trained']['model']} in the default's place", trained_table(report)]
     return "\n".join(out)
@@ -236,6 +235,28 @@ def difference_frame(report: dict):
     if mde:
         frame["detectable on test"] = pd.Series(mde)
     return frame
+
+
+def trained_frame(report: dict):
+    """The trained bi-encoder in the default's place: its test scores, and its paired differences from
+    the default and from the course baseline, per metric (dev beside test); None when the headline has none."""
+    import pandas as pd  # lazy: pandas is for notebooks
+
+    t = report.get("trained")
+    if not t:
+        return None
+    scores = report["scores"]["test"][t["system"]]
+    rows = {LABELS[m]: {"target": report["targets"].get(m, ""), "trained, test": interval_text(scores.get(m), missing=""),
+                        **{f"trained − {ref}, {s}": paired_text(t[key][s][m]) if m in t[key][s] else ""
+                           for ref, key in (("default", "vs_default"), ("baseline", "vs_baseline")) for s in SPLITS}}
+            for m in RETRIEVAL + ANSWERS}
+    return pd.DataFrame(rows).T
+
+
+def ceiling_text(report: dict) -> str:
+    """One line per split: the share of answerable questions with no evidence among the default's top candidates."""
+    return "\n".join(f"{s}: {c['missing']:.1%} of {c['answerable']} answerable questions have no evidence in the "
+                     f"default's top {c['depth']}" for s, c in (report.get("ceiling") or {}).items())
 
 
 def summary_for_report(report: dict) -> dict:
