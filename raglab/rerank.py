@@ -12,12 +12,16 @@ something (an API, a library) no chunk contains is refused (``unknown_names``, `
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Container, Protocol
 
 import numpy as np
 
+from raglab.embeddings import resolve_precision
 from raglab.packaged_models import TRAINED_PREFIX, model_location
 from raglab.records import Hit
 from raglab.text import clean, sentences
@@ -66,16 +70,19 @@ class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` loaded by name or path; ``reads`` is the chunk field it
     is given (``text``, or ``indexed_text`` with the heading prefix, as a model trained here was)."""
 
-    def __init__(self, model: str, max_length: int = 512, reads: str = "text"):
+    def __init__(self, model: str, max_length: int = 512, reads: str = "text", precision: str | None = None):
         from sentence_transformers import CrossEncoder  # lazy: imports torch
 
-        self.name, self.reads = f"cross-encoder {model}", reads
+        self.name, self.reads, self.precision = f"cross-encoder {model}", reads, resolve_precision(precision)
         self.model = CrossEncoder(model_location(model), max_length=max_length, device="cpu")
 
     def rerank(self, query: str, hits: list[Hit], texts: list[str]) -> list[Hit]:
         if not hits:
             return []
-        scores = self.model.predict([(query, t) for t in texts], show_progress_bar=False)
+        import torch  # lazy: loaded with the model already
+
+        with torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bfloat16" else contextlib.nullcontext():
+            scores = self.model.predict([(query, t) for t in texts], show_progress_bar=False)
         return _reorder(hits, np.asarray(scores, dtype=float).reshape(len(hits), -1)[:, -1])
 
 
@@ -140,6 +147,7 @@ def make_reranker(name: str | None, embedder) -> Reranker:
     here (``raglab train``); anything else is a cross-encoder model name or path."""
     if name in (None, "", "sentence", "minilm-sentence-max"):
         return SentenceMaxReranker(embedder)
-    if name.startswith(TRAINED_PREFIX):
-        return CrossEncoderReranker(name, reads="indexed_text")
+    if name.startswith(TRAINED_PREFIX):     # reads what it was trained on: the prefixed chunk, at its training length
+        record = json.loads((Path(model_location(name)) / "training.json").read_text(encoding="utf-8"))
+        return CrossEncoderReranker(name, record["settings"]["cross_max_length"], reads="indexed_text")
     return CrossEncoderReranker(name)

@@ -48,7 +48,7 @@ from raglab.progress import progress_bar
 from raglab.text import clean, sentence_spans
 
 KINDS = ("heading", "signature", "cloze")
-NEGATIVES = ("page", "bm25")
+NEGATIVES = ("page", "bm25", "dense")
 # an API entry's signature on a line of its own: json.dumps(obj, *, skipkeys=False, ...) or class json.JSONEncoder(...)
 _SIGNATURE = re.compile(r"^\s*(?:(?:class|exception|async|await|abstractmethod|classmethod|staticmethod)\s+)*"
                         r"[A-Za-z_][\w.]*\([^\n]{0,300}\)(?:\s*->\s*[^\n]+)?\s*$", re.MULTILINE)
@@ -153,7 +153,7 @@ def candidates(chunks: Sequence[Chunk], kind: str) -> list[tuple[str, str, int]]
 
 
 def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, seed: int = 25,
-               forbidden: Iterable[str] = (), negatives: str = "page") -> list[Pair]:
+               forbidden: Iterable[str] = (), negatives: str = "page", embedder=None) -> list[Pair]:
     """``n`` training triples from the chunks, drawn evenly over ``kinds`` with a seeded generator
     (a kind with too few candidates gives what it has; the others fill the rest).
 
@@ -170,10 +170,14 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
             a page with one section falls back to BM25); ``bm25``, BM25's best chunk for the query
             outside the section. BM25 negatives share more words with the query than the positive
             (its query sentence was taken out), so a model can learn that overlap means "wrong": a
-            cross-encoder trained on them ranked the small profile's answers below chance.
+            cross-encoder trained on them ranked the small profile's answers below chance;
+            ``dense``, the best chunk outside the section among the base model's dense top 20
+            for the query (``embedder``: the packaged MiniLM's ``Embedder``, its cache reused).
     """
     if negatives not in NEGATIVES:
         raise ValueError(f"unknown negatives {negatives!r}: choose {', '.join(NEGATIVES)}")
+    if negatives == "dense" and embedder is None:
+        raise ValueError("dense negatives need the embedder whose top 20 they come from")
     kinds = list(dict.fromkeys(kinds))
     rng = random.Random(seed)
     questions = [" ".join(f.lower().split()) for f in forbidden if f and f.strip()]
@@ -196,11 +200,14 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
     for r, c in enumerate(chunks):
         sections_of_page.setdefault(c.doc, {}).setdefault(section_of(c), []).append(r)
     bm25 = None                        # built on first need: "page" negatives need it only for one-section pages
+    dense = _dense_top(embedder, chunks, [item[1] for item in picked], DENSE_DEPTH) if negatives == "dense" else None
     pairs = []
-    for kind, query, positive, row in picked:
+    for i, (kind, query, positive, row) in enumerate(picked):
         others = [rows for sec, rows in sections_of_page[chunks[row].doc].items() if sec != section_of(chunks[row])]
         if negatives == "page" and others:
             ranked = [rng.choice(rng.choice(others))]
+        elif dense is not None:
+            ranked = list(dense[i])
         else:
             bm25 = bm25 or BM25([c.indexed_text for c in chunks])
             ranked = [r for r, _ in top_k(bm25.scores(query), 30)]
@@ -209,6 +216,21 @@ def mine_pairs(chunks: Sequence[Chunk], n: int, kinds: Iterable[str] = KINDS, se
             continue
         pairs.append(Pair(query, positive, chunks[negative].indexed_text, kind, chunks[row].id, chunks[negative].id))
     return pairs
+
+
+DENSE_DEPTH = 20      # the dense candidates a negative is drawn from
+
+
+def _dense_top(embedder, chunks: Sequence[Chunk], queries: list[str], depth: int) -> np.ndarray:
+    """The rows of each query's ``depth`` nearest chunks by the embedder's cosine (exact, best first)."""
+    vectors = embedder.encode([c.indexed_text for c in chunks])
+    out = np.empty((len(queries), min(depth, len(chunks))), dtype=np.int64)
+    for start in range(0, len(queries), 512):
+        sims = embedder.encode(queries[start:start + 512]) @ vectors.T
+        top = np.argpartition(-sims, out.shape[1] - 1, axis=1)[:, :out.shape[1]]
+        order = np.take_along_axis(sims, top, axis=1).argsort(axis=1, kind="stable")[:, ::-1]
+        out[start:start + 512] = np.take_along_axis(top, order, axis=1)
+    return out
 
 
 def _is_question(query: str, questions: list[str]) -> bool:

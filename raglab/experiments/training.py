@@ -16,6 +16,7 @@ from raglab.assistant import build_assistant
 from raglab.chunking import ChunkSettings, chunk_corpus
 from raglab.corpora import entry, golden_path, registered
 from raglab.corpus import load_corpus
+from raglab.embeddings import Embedder
 from raglab.evaluation.golden import SPLITS, load_golden
 from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
@@ -68,7 +69,7 @@ def corpus_pairs(corpus: str, profile: str, settings: TrainSettings, golden=None
     chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix))
     forbidden = [q.question for q in golden_questions(corpus, profile, golden)]
     return mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed, forbidden=forbidden,
-                      negatives=settings.negatives)
+                      negatives=settings.negatives, embedder=Embedder() if settings.negatives == "dense" else None)
 
 
 def train(corpus: str = "python-docs", profile: str = "small", settings: TrainSettings | None = None,

@@ -66,6 +66,18 @@ def test_bm25_negatives_are_the_best_other_section_for_the_query(chunks):
         mine_pairs(chunks, 3, negatives="random")
 
 
+def test_dense_negatives_are_the_best_other_section_of_the_dense_top_20(chunks, embedder):
+    pairs = mine_pairs(chunks, 24, negatives="dense", embedder=embedder)
+    by_id = {c.id: c for c in chunks}
+    vectors = embedder.encode([c.indexed_text for c in chunks])     # the same vectors (cached); ranked here by argsort
+    for p in pairs:
+        top = np.argsort(-(vectors @ embedder.encode([p.query])[0]), kind="stable")[:20]
+        best = next(chunks[r] for r in top if section_of(chunks[r]) != section_of(by_id[p.chunk]))
+        assert p.negative_chunk == best.id, p.query
+    with pytest.raises(ValueError, match="embedder"):
+        mine_pairs(chunks, 4, negatives="dense")
+
+
 def test_heading_pairs_are_not_a_string_copy(chunks):
     for query, positive, row in candidates(chunks, "heading")[:50]:
         assert query == " > ".join(chunks[row].heading)
@@ -129,7 +141,7 @@ def test_cross_encoder_learns_and_reranks(workdir, pairs):
 
     trained = train_cross_encoder(pairs, TINY, progress=False)
     reranker = make_reranker(f"trained/{trained.name}", None)
-    assert reranker.reads == "indexed_text"
+    assert reranker.reads == "indexed_text" and reranker.model.max_length == TINY.cross_max_length   # as trained
     scores = reranker.model.predict([(p.query, t) for p in pairs for t in (p.positive, p.negative)],
                                     show_progress_bar=False).reshape(-1, 2)
     # a fresh one-logit head is a coin; after training the positive wins on most of its own pairs
