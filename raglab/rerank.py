@@ -13,10 +13,8 @@ something (an API, a library) no chunk contains is refused (``unknown_names``, `
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Container, Protocol
 
 import numpy as np
@@ -24,6 +22,7 @@ import numpy as np
 from raglab.embeddings import resolve_precision
 from raglab.packaged_models import TRAINED_PREFIX, model_location
 from raglab.records import Hit
+from raglab.training import cached_model
 from raglab.text import clean, sentences
 
 
@@ -148,6 +147,7 @@ def make_reranker(name: str | None, embedder) -> Reranker:
     if name in (None, "", "sentence", "minilm-sentence-max"):
         return SentenceMaxReranker(embedder)
     if name.startswith(TRAINED_PREFIX):     # reads what it was trained on: the prefixed chunk, at its training length
-        record = json.loads((Path(model_location(name)) / "training.json").read_text(encoding="utf-8"))
-        return CrossEncoderReranker(name, record["settings"]["cross_max_length"], reads="indexed_text")
+        trained = cached_model(name.removeprefix(TRAINED_PREFIX))
+        length = trained.record["settings"]["cross_max_length"] if trained else 512   # a missing one: model_location says so
+        return CrossEncoderReranker(name, length, reads="indexed_text")
     return CrossEncoderReranker(name)

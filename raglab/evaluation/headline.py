@@ -129,9 +129,11 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     head, base = next(iter(systems)), "course baseline hybrid"
     splits = {s: [q.id for q in questions if q.split == s] for s in SPLITS}
     deep = {r.id: r.recall for r in evaluate(assistant.retriever, answerable, CEILING_DEPTH, assistant.mode, depth=CEILING_DEPTH)}
-    ceiling = {s: {"depth": CEILING_DEPTH, "answerable": len([i for i in ids if i in deep]),
-                   "missing": round(sum(deep[i] == 0 for i in ids if i in deep) / max(1, len([i for i in ids if i in deep])), 4)}
-               for s, ids in splits.items()}
+    ceiling = {}
+    for s, ids in splits.items():
+        held = [deep[i] for i in ids if i in deep]          # the split's answerable questions
+        ceiling[s] = {"depth": CEILING_DEPTH, "answerable": len(held),
+                      "missing": round(sum(r == 0 for r in held) / max(1, len(held)), 4)}
     trained = None
     if model:
         tuned = build_assistant(corpus, profile, model=model)

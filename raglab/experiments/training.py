@@ -208,7 +208,7 @@ def format_training_experiment(result: dict) -> str:
         lines.append(f"  {c['pairs']:>6} pairs  MRR@10 {interval_text(c['mrr@10'])}  hit@1 {interval_text(c['hit@1'])}"
                      + (f"  trained in {c['seconds']:.0f} s, loss {c['loss_first']:.3f} -> {c['loss_last']:.3f}" if c["pairs"] else ""))
     if result.get("cross"):
-        lines.append(f"cross-encoder: trained in {result['cross_seconds']:.0f} s on all {result['pairs']} pairs")
+        lines.append(f"cross-encoder: trained in {result['cross_seconds']:.0f} s")
     lines.append(format_compare(result["compare"]))
     return "\n".join(lines + recorded_note(result))
 
