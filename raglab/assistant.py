@@ -130,7 +130,7 @@ class Assistant:
         timings["rerank"] = self.retriever.timings_ms.get("rerank", 0.0)
         index = self.retriever.index
         # each source widened to whole sentences of its document: nothing is judged or quoted from a cut edge
-        sources = [source_at(n, index.chunks, index.row_of[h.id]) for n, h in enumerate(hits, 1)]
+        sources = [source_at(n, *index.locate(h.id)) for n, h in enumerate(hits, 1)]
         retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
         prompt, raw, attributed = None, "", False
         check = None

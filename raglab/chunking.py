@@ -1,6 +1,6 @@
 """Chunks: the unit that is retrieved and cited.
 
-Four strategies, one record. Every ``Chunk`` keeps its document id, heading path and the
+Eight strategies, one record. Every ``Chunk`` keeps its document id, heading path and the
 character offsets of its text in the document, so ``doc.text[c.start:c.end] == c.text``.
 ``indexed_text`` is what embeddings and BM25 see: the text with reST underline rules
 blanked and whitespace folded, optionally after a contextual prefix.
@@ -12,14 +12,25 @@ words      sliding word window (the course's ``chunk_text``)  150 / 30 words    
 chars      character window snapped to sentence/word ends     500 / 80 chars       ``doc#c7``
 large      character window on paragraph/sentence ends        3000 / 400 chars     ``doc#l7``
 headings   one section at a time, then by length              150 / 30 words       ``doc#slug``
+recursive  paragraph, line, sentence, word separators         256 / 32 tokens      ``doc#r7``
+           (``langchain-text-splitters``), sized by MiniLM's tokenizer
+tokens     windows of MiniLM word pieces, ended on a word end 256 / 32 tokens      ``doc#t7``
+semantic   sentences grouped, cut where neighbours' vectors   256 / 0 tokens       ``doc#s7``
+           drift apart (a percentile of the page's distances)
+parent     small chunks inside heading-aware parents of        64 / 16 words        ``doc#slug/2``
+           ``PARENT_WORDS``; a hit hands on its parent
 =========  =================================================  ===================  ==========
 
+Token sizes count [CLS] and [SEP], as the model does, so 256 is the model's whole window. A
+learner's own chunker (text in, spans out) joins the same race with ``register_chunker``.
 Ids depend only on the document text and the settings, so they are the same on every run.
 """
 from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import inspect
 import re
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterable
@@ -31,9 +42,21 @@ from raglab.text import blank_rules, clean, paragraphs, sentence_ends
 # bumped whenever the same settings cut a text differently (2: a short word such as "it." ends a sentence),
 # so that an index cut by an older chunker is refused with its rebuild command
 CHUNKER_VERSION = 2
-STRATEGIES = ("words", "chars", "large", "headings")
-DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30)}
-UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words"}
+STRATEGIES = ("words", "chars", "large", "headings", "recursive", "tokens", "semantic", "parent")
+DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30),
+            "recursive": (MINILM_MAX_TOKENS, 32), "tokens": (MINILM_MAX_TOKENS, 32), "semantic": (MINILM_MAX_TOKENS, 0),
+            "parent": (64, 16)}
+UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words",
+         "recursive": "tokens", "tokens": "tokens", "semantic": "tokens", "parent": "words"}
+# the recursive splitter's separators, coarsest first: paragraph, line, sentence, word, character
+RECURSIVE_SEPARATORS = ("\n\n", "\n", ". ", " ", "")
+# semantic: a cut where the distance between neighbouring sentences is above this percentile of the
+# page's distances (chosen on the full docs' dev split: evals/results/chunking-lab.json)
+SEMANTIC_BREAKPOINT = 90
+# parent: the parents are heading-aware chunks of at most this many words (whole sections when shorter)
+PARENT_WORDS = 300
+# a learner's chunkers by name (``register_chunker``): text in, (start, end) spans out
+REGISTERED: dict[str, Callable] = {}
 
 _WORD = re.compile(r"\S+")
 _UNDERLINE = re.compile(r"([=\-*~^\"+#`'.:_])\1{2,}")
@@ -54,11 +77,14 @@ class Chunk:
     indexed_text: str
     access: tuple[str, ...]
     strategy: str
+    parent: str = ""    # the parent chunk's id (the ``parent`` strategy's small chunks only)
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (tuples become lists)."""
+        """A JSON-ready dict (tuples become lists; ``parent`` only when there is one)."""
         d = asdict(self)
         d["heading"], d["access"] = list(self.heading), list(self.access)
+        if not self.parent:
+            del d["parent"]
         return d
 
     @classmethod
@@ -75,11 +101,17 @@ class ChunkSettings:
     size: int | None = None
     overlap: int | None = None
     prefix: bool = False
+    breakpoint: int | None = None   # semantic only: the percentile of the page's sentence distances cut at
 
     def resolved(self) -> "ChunkSettings":
         """Fill in the strategy's defaults and check the values."""
+        if self.strategy in REGISTERED:
+            if self.size is not None or self.overlap is not None:
+                raise ValueError(f"{self.strategy!r} is a registered chunker: it sizes its own chunks (no size or overlap)")
+            return replace(self, size=0, overlap=0)
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"unknown chunking strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
+            raise ValueError(f"unknown chunking strategy {self.strategy!r}: choose one of "
+                             f"{', '.join(STRATEGIES + tuple(REGISTERED))}")
         size, overlap = DEFAULTS[self.strategy]
         size = size if self.size is None else int(self.size)
         overlap = overlap if self.overlap is None else int(self.overlap)
@@ -87,12 +119,77 @@ class ChunkSettings:
             raise ValueError(f"size must be positive, got {size}")
         if not 0 <= overlap < size:
             raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), got {overlap}")
-        return replace(self, size=size, overlap=overlap)
+        if UNITS[self.strategy] == "tokens" and not 2 < size <= MINILM_MAX_TOKENS:
+            raise ValueError(f"{self.strategy} chunks are sized in the model's tokens: size must be 3 to "
+                             f"{MINILM_MAX_TOKENS}, got {size}")
+        if self.strategy == "semantic" and overlap:
+            raise ValueError("semantic chunks do not overlap: overlap must be 0")
+        breakpoint = self.breakpoint
+        if self.strategy == "semantic":
+            breakpoint = SEMANTIC_BREAKPOINT if breakpoint is None else int(breakpoint)
+            if not 0 < breakpoint < 100:
+                raise ValueError(f"breakpoint is a percentile: 1 to 99, got {breakpoint}")
+        elif breakpoint is not None:
+            raise ValueError(f"breakpoint is the semantic strategy's, not {self.strategy!r}'s")
+        return replace(self, size=size, overlap=overlap, breakpoint=breakpoint)
 
     def label(self) -> str:
-        """A short name for tables and plots, e.g. ``words 150/30`` or ``headings 150/30 +prefix``."""
+        """A short name for tables and plots, e.g. ``words 150/30``, ``headings 150/30 +prefix``,
+        ``semantic 256 p90`` or a registered chunker's name."""
         s = self.resolved()
-        return f"{s.strategy} {s.size}/{s.overlap}" + (" +prefix" if s.prefix else "")
+        if s.strategy in REGISTERED:
+            core = s.strategy
+        elif s.strategy == "semantic":
+            core = f"semantic {s.size} p{s.breakpoint}"
+        else:
+            core = f"{s.strategy} {s.size}/{s.overlap}"
+        return core + (" +prefix" if s.prefix else "")
+
+    def record(self) -> dict:
+        """What an index manifest records of these settings: strategy, size, overlap, prefix, and the
+        semantic breakpoint or a registered chunker's code hash when they apply."""
+        s = self.resolved()
+        out = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
+        if s.breakpoint is not None:
+            out["breakpoint"] = s.breakpoint
+        if s.strategy in REGISTERED:
+            out["code"] = code_hash(REGISTERED[s.strategy])
+        return out
+
+    def name(self) -> str:
+        """The settings in an index folder's name, e.g. ``words-150-30-prefix`` or ``semantic-256-0-p90``."""
+        s = self.resolved()
+        extra = f"-p{s.breakpoint}" if s.breakpoint is not None else ""
+        if s.strategy in REGISTERED:
+            extra = "-" + code_hash(REGISTERED[s.strategy])
+        return f"{s.strategy}-{s.size}-{s.overlap}{extra}" + ("-prefix" if s.prefix else "")
+
+
+def code_hash(fn: Callable) -> str:
+    """A short hash of a function's source (its bytecode when the source cannot be read): an index cut
+    by an earlier version of a learner's chunker is rebuilt, not reused."""
+    try:
+        code = inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        code = getattr(getattr(fn, "__code__", None), "co_code", repr(fn).encode())
+    return hashlib.sha256(code).hexdigest()[:10]
+
+
+def register_chunker(name: str, fn: Callable) -> ChunkSettings:
+    """Make ``fn`` (a page's text in, its chunks' ``(start, end)`` character spans out) a strategy named
+    ``name``, and return its settings: ``ChunkSettings(name)`` then chunks, indexes and races like any other.
+
+    Its spans are checked on every page (inside the text, start before end, in order of start); the
+    checks on coverage and the token limit are ``check_chunks``'s.
+    """
+    if not name or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"a chunker's name is lowercase letters, digits and _ (starting with a letter), got {name!r}")
+    if name in STRATEGIES:
+        raise ValueError(f"{name!r} is one of raglab's strategies: choose another name")
+    if not callable(fn):
+        raise ValueError(f"register_chunker({name!r}, ...) needs a function of the page's text, got {fn!r}")
+    REGISTERED[name] = fn
+    return ChunkSettings(name)
 
 
 # ---------------------------------------------------------------- text helpers
@@ -257,6 +354,148 @@ def char_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
         pos = nxt
 
 
+def _word_starts(offsets: list[tuple[int, int]]) -> list[bool]:
+    """For each token (by its character offsets), whether a word begins with it: the first token, and
+    every token after whitespace (a word piece ``##ing`` or a glued ``.`` continues its word)."""
+    return [i == 0 or a > offsets[i - 1][1] for i, (a, _) in enumerate(offsets)]
+
+
+def token_spans(text: str, size: int, overlap: int, tokenizer=None) -> list[tuple[int, int]]:
+    """Windows of at most ``size`` MiniLM tokens ([CLS] and [SEP] included) stepping back ``overlap``
+    tokens, each ending at a word's end and starting at a word's start (only a word longer than the
+    window is cut inside). Offsets are the tokenizer's own, into ``text`` (underline rules blanked first).
+    """
+    tok = tokenizer or load_tokenizer()
+    offsets = [o for o in tok.encode(blank_rules(text), add_special_tokens=False).offsets if o[1] > o[0]]
+    if not offsets:
+        return []
+    starts = _word_starts(offsets)
+    room, spans, i, n = size - 2, [], 0, len(offsets)
+    while i < n:
+        j = min(i + room, n)                  # tokens i .. j-1
+        if j < n and not starts[j]:           # never end inside a word, unless the word fills the window
+            k = j
+            while k > i and not starts[k]:
+                k -= 1
+            j = k if k > i else j
+        spans.append((offsets[i][0], offsets[j - 1][1]))
+        if j >= n:
+            break
+        nxt = max(j - overlap, i + 1)
+        while nxt < j and not starts[nxt]:
+            nxt += 1
+        i = nxt
+    return spans
+
+
+def model_windows(text: str) -> list[tuple[int, int]]:
+    """A chunker of the learner's shape (a page's text in, ``(start, end)`` spans out): token windows of
+    the model's whole 256 tokens, overlapping by 32 (``token_spans``)."""
+    return token_spans(text, *DEFAULTS["tokens"])
+
+
+@functools.lru_cache(maxsize=8)
+def _recursive_splitter(size: int, overlap: int):
+    """LangChain's ``RecursiveCharacterTextSplitter``, measuring pieces in MiniLM tokens (without the
+    two special tokens, which the window reserves), keeping each separator at the end of its piece."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter  # lazy: only this strategy needs it
+
+    tok = load_tokenizer()
+    return RecursiveCharacterTextSplitter(
+        separators=list(RECURSIVE_SEPARATORS), keep_separator="end", chunk_size=size - 2, chunk_overlap=overlap,
+        length_function=lambda s: len(tok.encode(s, add_special_tokens=False).ids), strip_whitespace=True)
+
+
+def recursive_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """The recursive splitter's chunks (``langchain-text-splitters``) as spans of ``text``.
+
+    The library returns strings; each is found in the page where the previous chunk's last ``overlap``
+    tokens begin, or after (its own ``add_start_index`` guesses wrongly when the overlap is measured in
+    tokens, and an earlier copy of a repeated sentence must not take the chunk). A chunk that is not a
+    substring of the page is an error, never a silent misplacement.
+    """
+    blanked, tok = blank_rules(text), load_tokenizer()
+    spans, pos = [], 0
+    for piece in _recursive_splitter(size, overlap).split_text(blanked):
+        at = blanked.find(piece, pos)
+        if at < 0:
+            raise RuntimeError(f"the recursive splitter returned a chunk that is not in the page: {piece[:60]!r}")
+        spans.append((at, at + len(piece)))
+        offsets = tok.encode(piece, add_special_tokens=False).offsets
+        # the next chunk repeats at most ``overlap`` tokens of this one (two spare for word pieces merged anew)
+        pos = at + (offsets[max(len(offsets) - overlap - 2, 0)][0] if offsets else 0) + 1 if overlap else at + len(piece)
+    return spans
+
+
+def sentence_pieces(text: str) -> list[tuple[int, int]]:
+    """A page's sentences as spans: its paragraphs, each cut at its sentence ends (blanks trimmed)."""
+    pieces = []
+    for ps, pe in paragraphs(blank_rules(text), 0, len(text)):
+        s = ps
+        for e in [ps + e for e in sentence_ends(text[ps:pe])] + [pe]:
+            piece = text[s:e]
+            if piece.strip():
+                lead = len(piece) - len(piece.lstrip())
+                pieces.append((s + lead, s + len(piece.rstrip())))
+            s = e
+    return pieces
+
+
+def semantic_spans(text: str, size: int, breakpoint: int, embed: Callable, tokenizer=None) -> list[tuple[int, int]]:
+    """Sentences grouped in order; a chunk ends where the cosine distance between a sentence and the
+    next is above the ``breakpoint``-th percentile of the page's neighbour distances (the percentile
+    rule of LangChain's ``SemanticChunker``), or where the next sentence would take it past ``size``
+    tokens. A sentence longer than the window is cut into token windows (``token_spans``).
+
+    ``embed`` maps a list of texts to unit vectors (an ``Embedder``'s ``encode``: cached by content).
+    """
+    import numpy as np
+
+    tok = tokenizer or load_tokenizer()
+    pieces = []
+    for a, b in sentence_pieces(text):
+        if len(tok.encode(clean(text[a:b])).ids) <= size:
+            pieces.append((a, b))
+        else:
+            pieces.extend((a + s, a + e) for s, e in token_spans(text[a:b], size, 0, tok))
+    if len(pieces) < 2:
+        return pieces
+    vectors = np.asarray(embed([clean(text[a:b]) for a, b in pieces]), dtype=np.float32)
+    distance = 1.0 - np.sum(vectors[:-1] * vectors[1:], axis=1)
+    cut_above = float(np.percentile(distance, breakpoint))
+    lengths = [n - 2 for n in token_lengths([clean(text[a:b]) for a, b in pieces], tok)]
+    spans, start, used = [], pieces[0][0], lengths[0]
+    for i in range(1, len(pieces)):
+        if distance[i - 1] > cut_above or used + lengths[i] > size - 2:
+            spans.append((start, pieces[i - 1][1]))
+            start, used = pieces[i][0], 0
+        used += lengths[i]
+    spans.append((start, pieces[-1][1]))
+    return spans
+
+
+def registered_spans(name: str, text: str) -> list[tuple[int, int]]:
+    """A registered chunker's spans of one page, checked: integers inside the text, start before end,
+    in order of start; a span of blanks only is dropped."""
+    out = REGISTERED[name](text)
+    spans, last = [], -1
+    for i, span in enumerate(out):
+        try:
+            a, b = (int(x) for x in span)
+        except (TypeError, ValueError):
+            raise ValueError(f"chunker {name!r}: chunk {i} is {span!r}, not a (start, end) pair of offsets") from None
+        if not 0 <= a < b <= len(text):
+            raise ValueError(f"chunker {name!r}: chunk {i} is ({a}, {b}), outside the page's 0..{len(text)} "
+                             "or empty (start must be below end)")
+        if a < last:
+            raise ValueError(f"chunker {name!r}: chunk {i} starts at {a}, before chunk {i - 1} ({last}): "
+                             "return the spans in order of start")
+        last = a
+        if text[a:b].strip():
+            spans.append((a, b))
+    return spans
+
+
 def _units(text: str, start: int, end: int, max_words: int) -> list[tuple[int, int, int]]:
     """Indivisible pieces of a section, ``(start, end, n_words)``: paragraphs, split by sentence
     (then line, then word) only when longer than ``max_words``; tables are never split."""
@@ -367,28 +606,59 @@ def spans_of_windows(text: str, size: int, overlap: int, windows: Callable) -> l
     return spans
 
 
-def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), windows: Callable | None = None) -> list[Chunk]:
+def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), windows: Callable | None = None,
+                   embed: Callable | None = None) -> list[Chunk]:
     """Cut one document into chunks with the given settings; ``windows`` (a function of words, size and
-    overlap returning word windows) replaces the word-window strategy's own (``spans_of_windows``)."""
+    overlap returning word windows) replaces the word-window strategy's own (``spans_of_windows``);
+    ``embed`` (texts to unit vectors) is what the semantic strategy measures sentences with."""
     s = settings.resolved()
     sections = split_sections(doc.text, doc.title)
     if windows is not None and s.strategy != "words":
         raise ValueError(f"a chunker function replaces the word windows only, not the {s.strategy!r} strategy")
     if s.strategy == "headings":
         pieces = _heading_pieces(doc, sections, s.size, s.overlap)
+    elif s.strategy == "parent":
+        pieces = [child for parent in _heading_pieces(doc, sections, PARENT_WORDS, 0)
+                  for child in _children(doc, parent, s.size, s.overlap)]
     else:
-        cut = {"words": word_spans, "chars": char_spans, "large": char_spans}[s.strategy]
+        if s.strategy == "semantic" and embed is None:
+            raise ValueError("the semantic strategy measures sentences with the embedding model: pass "
+                             "embed= (e.g. raglab.Embedder().encode)")
+        cut = {"words": word_spans, "chars": char_spans, "large": char_spans, "recursive": recursive_spans,
+               "tokens": token_spans,
+               "semantic": lambda text, size, _: semantic_spans(text, size, s.breakpoint, embed)}.get(s.strategy)
+        if s.strategy in REGISTERED:
+            cut = lambda text, _size, _overlap: registered_spans(s.strategy, text)  # noqa: E731
         if windows is not None:
             cut = functools.partial(spans_of_windows, windows=windows)
         spans = cut(doc.text, s.size, s.overlap)
-        mark = {"words": "", "chars": "c", "large": "l"}[s.strategy]
+        mark = {"words": "", "chars": "c", "large": "l", "recursive": "r", "tokens": "t", "semantic": "s"}.get(s.strategy, "x")
         pieces = [(f"{doc.id}#{mark}{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
     chunks = []
-    for chunk_id, a, b, path in pieces:
+    for chunk_id, a, b, path, *parent in pieces:
         text = doc.text[a:b]
         indexed = (prefix_for(path) if s.prefix else "") + clean(text)
-        chunks.append(Chunk(chunk_id, doc.id, path, a, b, text, indexed, doc.access, s.strategy))
+        chunks.append(Chunk(chunk_id, doc.id, path, a, b, text, indexed, doc.access, s.strategy, *parent))
     return chunks
+
+
+def parent_chunks(doc: Document, settings: ChunkSettings = ChunkSettings("parent")) -> list[Chunk]:
+    """The parents the ``parent`` strategy's small chunks point to: heading-aware chunks of at most
+    ``PARENT_WORDS`` words (a whole section when it is shorter), with the prefix option of ``settings``."""
+    s = settings.resolved()
+    chunks = []
+    for chunk_id, a, b, path in _heading_pieces(doc, split_sections(doc.text, doc.title), PARENT_WORDS, 0):
+        indexed = (prefix_for(path) if s.prefix else "") + clean(doc.text[a:b])
+        chunks.append(Chunk(chunk_id, doc.id, path, a, b, doc.text[a:b], indexed, doc.access, "parent"))
+    return chunks
+
+
+def _children(doc: Document, parent: tuple, size: int, overlap: int) -> list[tuple]:
+    """A parent's small chunks: its paragraphs (sentences when long) packed to ``size`` words, with ids
+    ``<parent id>/1``, ``/2``... and the parent's id last."""
+    parent_id, a, b, path = parent
+    spans = pack(_units(doc.text, a, b, size), size, overlap)
+    return [(f"{parent_id}/{n}", s, e, path, parent_id) for n, (s, e) in enumerate(spans, 1)]
 
 
 def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: int):
@@ -410,9 +680,9 @@ def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: 
 
 
 def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings(),
-                 windows: Callable | None = None) -> list[Chunk]:
-    """Chunk every document, in order; ids are unique (checked). ``windows``: see ``chunk_document``."""
-    chunks = [c for d in docs for c in chunk_document(d, settings, windows)]
+                 windows: Callable | None = None, embed: Callable | None = None) -> list[Chunk]:
+    """Chunk every document, in order; ids are unique (checked). ``windows``, ``embed``: see ``chunk_document``."""
+    chunks = [c for d in docs for c in chunk_document(d, settings, windows, embed)]
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -458,6 +728,45 @@ def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -
         f"over_{limit}_tokens": int((tokens > limit).sum()),
         f"over_{limit}_share": round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0,
     }
+
+
+def check_chunks(docs: list[Document], chunks: list[Chunk], limit: int | None = None, tokenizer=None) -> dict:
+    """The checks every strategy is held to, as counts: how many of the pages' words (``word_positions``)
+    no chunk covers, one chunk covers, or several cover (overlap), the first uncovered word, and the
+    chunks over the model's token limit (their share: what the model truncates).
+
+    >>> from raglab.corpus import Document
+    >>> doc = Document("d", "T", "one two three four five", ("public",))
+    >>> check_chunks([doc], chunk_document(doc, ChunkSettings("words", 3, 1)))["overlapped"]
+    1
+    """
+    import numpy as np
+
+    limit = limit or MINILM_MAX_TOKENS
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc, []).append(c)
+    counts = {"words": 0, "uncovered": 0, "once": 0, "overlapped": 0, "first_uncovered": None}
+    for doc in docs:
+        words = word_positions(doc.text)
+        starts, ends = [a for a, _ in words], [b for _, b in words]
+        cover = np.zeros(len(words) + 1, dtype=int)
+        for c in by_doc.get(doc.id, []):
+            lo, hi = bisect.bisect_right(ends, c.start), bisect.bisect_left(starts, c.end)  # words touching the span
+            cover[lo] += 1
+            cover[hi] -= 1
+        times = np.cumsum(cover)[:-1]
+        counts["words"] += len(words)
+        counts["uncovered"] += int((times == 0).sum())
+        counts["once"] += int((times == 1).sum())
+        counts["overlapped"] += int((times > 1).sum())
+        if counts["first_uncovered"] is None and (times == 0).any():
+            i = int(np.argmax(times == 0))
+            counts["first_uncovered"] = {"doc": doc.id, "offset": words[i][0], "word": doc.text[slice(*words[i])]}
+    tokens = np.array(token_lengths([c.indexed_text for c in chunks], tokenizer)) if chunks else np.zeros(0)
+    counts.update(chunks=len(chunks), over_limit=int((tokens > limit).sum()),
+                  over_share=round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0)
+    return counts
 
 
 def compare_chunkings(docs: list[Document], settings: list[ChunkSettings], tokenizer=None):

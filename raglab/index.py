@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from typing import Callable
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from raglab import config
 from raglab.bm25 import BM25
-from raglab.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus
+from raglab.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
 from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
 from raglab.embeddings import PADDING_RULE, Embedder, resolve_precision
 from raglab.files import (
@@ -53,10 +54,30 @@ class Index:
     # a learner's access rule (each row's groups, the user's groups -> the readable rows) in place of
     # ``access_mask``; set with ``with_access_rule``
     access_rule: Callable | None = None
+    # the parent strategy's parents (a hit on a small chunk hands on its parent): not searched, in order
+    parents: list[Chunk] = field(default_factory=list)
 
     def __post_init__(self):
         self.row_of = {c.id: i for i, c in enumerate(self.chunks)}
+        self.parent_row = {c.id: i for i, c in enumerate(self.parents)}
         self._masks: dict[frozenset, np.ndarray] = {}
+
+    def locate(self, chunk_id: str) -> tuple[list[Chunk], int]:
+        """The list that holds ``chunk_id`` (the searched chunks, or the parents) and its row there."""
+        if chunk_id in self.row_of:
+            return self.chunks, self.row_of[chunk_id]
+        if chunk_id in self.parent_row:
+            return self.parents, self.parent_row[chunk_id]
+        raise KeyError(f"no chunk {chunk_id!r} in the index at {self.path}")
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        """The chunk (or parent) with this id."""
+        chunks, row = self.locate(chunk_id)
+        return chunks[row]
+
+    def passages(self) -> list[Chunk]:
+        """What a hit hands the generator: the parents when the strategy has them, else the chunks."""
+        return self.parents or self.chunks
 
     @property
     def version(self) -> str:
@@ -113,12 +134,11 @@ def access_mask(chunks: list[Chunk], user: tuple[str, ...] | None, memo: dict | 
 def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat", model_id: str | None = None) -> str:
     """A folder name such as ``python-docs-small-words-150-30``; another model than the packaged MiniLM
     adds its id (``...-trained-bi-<hash>``), so each model's index is kept beside the others."""
-    s = settings.resolved()
     if Path(corpus).is_dir():  # a folder: its name plus a hash of its path, so two "docs" folders differ
         digest = hashlib.sha256(str(Path(corpus).resolve()).encode()).hexdigest()[:8]
         corpus = f"{Path(corpus).resolve().name}-{digest}"
     base = re.sub(r"[^A-Za-z0-9.]+", "-", corpus)
-    return f"{base}-{profile}-{s.strategy}-{s.size}-{s.overlap}" + ("-prefix" if s.prefix else "") + (
+    return f"{base}-{profile}-{settings.name()}" + (
         "" if kind == "flat" else f"-{kind}") + (
         "" if model_id in (None, MINILM) else "-" + re.sub(r"[^A-Za-z0-9.]+", "-", model_id))
 
@@ -127,8 +147,7 @@ def expected_manifest(corpus: str, profile: str, settings: ChunkSettings, model_
                       docs=None, precision: str = "float32") -> dict:
     """What an index for these settings must record (the embedding precision and padding rule included)."""
     docs = docs if docs is not None else load_corpus(corpus, profile)
-    s = settings.resolved()
-    chunking = {"strategy": s.strategy, "size": s.size, "overlap": s.overlap, "prefix": s.prefix}
+    chunking = settings.record()
     corpus_hash = corpus_stats(docs)["sha256"]
     parts = [MANIFEST_VERSION, corpus, profile, corpus_hash, chunking, CHUNKER_VERSION, model_id, kind, precision, PADDING_RULE]
     key = json.dumps(parts, sort_keys=True)
@@ -151,7 +170,9 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     profile = config.profile(profile)
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)
-    chunks = chunk_corpus(docs, settings)
+    started = time.perf_counter()
+    chunks = chunk_corpus(docs, settings, embed=embedder.encode)
+    parents = [p for d in docs for p in parent_chunks(d, settings)] if settings.strategy == "parent" else []
     if not chunks:
         raise IndexNotReady(f"corpus {corpus!r} gave no chunks")
     manifest = expected_manifest(corpus, profile, settings, embedder.model_id, kind, docs,
@@ -161,21 +182,24 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     dense.add(vectors)
     bm25 = BM25([c.indexed_text for c in chunks])
     manifest.update(n_chunks=len(chunks), dim=int(vectors.shape[1]), embed_stats=embedder.last_stats,
-                    documents={d.id: d.fingerprint for d in docs})
+                    build_seconds=round(time.perf_counter() - started, 2), documents={d.id: d.fingerprint for d in docs})
     dest = (root or config.work_dir() / "indexes") / index_name(corpus, profile, settings, kind, embedder.model_id)
     try:
         with atomic_dir(dest, lock_timeout) as tmp:
             manifest["changes"] = document_changes(_previous_documents(dest), manifest["documents"])
-            _write_files(tmp, manifest, chunks, dense, bm25)
+            _write_files(tmp, manifest, chunks, dense, bm25, parents)
     except Busy as exc:
         raise IndexNotReady(f"{exc}; run `{_rebuild_hint(corpus, profile, settings, kind, embedder.model_id)}` "
                             "once it has finished") from None
-    return Index(dest, manifest, chunks, dense, bm25)
+    return Index(dest, manifest, chunks, dense, bm25, parents=parents)
 
 
-def _write_files(folder: Path, manifest: dict, chunks: list[Chunk], dense: FaissStore, bm25: BM25) -> None:
+def _write_files(folder: Path, manifest: dict, chunks: list[Chunk], dense: FaissStore, bm25: BM25,
+                 parents: list[Chunk] = ()) -> None:
     """The index's files, the manifest last, with a crash point after each (for the crash tests)."""
     write_jsonl(folder / "chunks.jsonl", (c.to_dict() for c in chunks))
+    if parents:
+        write_jsonl(folder / "parents.jsonl", (c.to_dict() for c in parents))
     crash_point("index-write")
     dense.save(folder / "dense.faiss")
     crash_point("index-dense")
@@ -208,7 +232,8 @@ def document_changes(before: dict[str, str], after: dict[str, str]) -> dict[str,
 def _rebuild_hint(corpus: str, profile: str, settings: ChunkSettings, kind: str, model_id: str | None = None) -> str:
     s = settings.resolved()
     return (f"raglab index --corpus {corpus} --profile {profile} --strategy {s.strategy} --size {s.size} "
-            f"--overlap {s.overlap}" + (" --prefix" if s.prefix else "") + ("" if kind == "flat" else f" --kind {kind}")
+            f"--overlap {s.overlap}" + (f" --breakpoint {s.breakpoint}" if s.breakpoint is not None else "")
+            + (" --prefix" if s.prefix else "") + ("" if kind == "flat" else f" --kind {kind}")
             + ("" if model_id in (None, MINILM) else f" --model {model_id}"))
 
 
@@ -244,7 +269,9 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
     bm25 = _read(path, "bm25.npz", hint, BM25.load)
     if not len(chunks) == len(dense) == bm25.n_docs == manifest.get("n_chunks"):
         raise IndexNotReady(f"index at {path} is inconsistent (chunks, vectors and BM25 rows differ): rebuild it with `{hint}`")
-    return Index(path, manifest, chunks, dense, bm25)
+    parents = (_read(path, "parents.jsonl", hint, lambda p: [Chunk.from_dict(r) for r in read_jsonl(p)])
+               if manifest["chunking"]["strategy"] == "parent" else [])
+    return Index(path, manifest, chunks, dense, bm25, parents=parents)
 
 
 def _manifest(text: str) -> dict:

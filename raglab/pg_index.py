@@ -21,6 +21,7 @@ from raglab.corpus import PUBLIC, load_corpus
 from raglab.embeddings import Embedder, resolve_precision
 from raglab.files import crash_point
 from raglab.index import (
+    Index,
     IndexNotReady,
     access_mask,
     document_changes,
@@ -42,10 +43,14 @@ def table_name(corpus: str, profile: str, settings: ChunkSettings) -> str:
 class PgIndex:
     """The same search interface as ``raglab.index.Index``, backed by one pgvector table."""
 
+    # the parent strategy runs on the FAISS store only (``sync_pgvector`` refuses it): no parents here
+    locate, chunk, passages = Index.locate, Index.chunk, Index.passages
+
     def __init__(self, store: PgVectorStore, manifest: dict):
         self.store, self.manifest, self.path, self.report = store, manifest, None, {}
         self.chunks = store.chunks()
         self.row_of = {c.id: i for i, c in enumerate(self.chunks)}
+        self.parents, self.parent_row = [], {}
         self.bm25 = BM25([c.indexed_text for c in self.chunks])
         self._masks: dict[frozenset, np.ndarray] = {}
 
@@ -79,6 +84,9 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     import json
 
     profile = config.profile(profile)
+    if settings.strategy == "parent":
+        raise ValueError("the parent strategy (small chunks handing on their parents) runs on the FAISS store "
+                         "only: use store='faiss' or another strategy")
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)
     kind = "pgvector-hnsw" if hnsw else "pgvector"
@@ -97,7 +105,7 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     hits = misses = 0
     for doc_id in sorted(todo):
         doc = todo[doc_id]
-        chunks = chunk_document(doc, settings)
+        chunks = chunk_document(doc, settings, embed=embedder.encode)
         vectors = embedder.encode([c.indexed_text for c in chunks], progress=False)
         hits, misses = hits + embedder.last_stats["hits"], misses + embedder.last_stats["misses"]
         with store.transaction():

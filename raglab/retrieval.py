@@ -185,7 +185,7 @@ class Retriever:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.rerank)")
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
-        texts = [getattr(self.index.chunks[self.index.row_of[h.id]], field) for h in candidates]
+        texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
         return self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k]
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
@@ -203,11 +203,36 @@ class Retriever:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         self.timings_ms, self.signals = {}, {}
+        if self.index.parents:        # small chunks are searched, their parents handed on
+            return to_parents(getattr(self, mode)(query, k=k * PARENT_REACH, user=user), self.index, k)
         return getattr(self, mode)(query, k=k, user=user)
 
     def text(self, hit: Hit) -> str:
         """The chunk text behind a hit."""
-        return self.index.chunks[self.index.row_of[hit.id]].text
+        return self.index.chunk(hit.id).text
+
+
+# small chunks searched per parent handed on: k parents are the distinct parents of the top k x 4 small chunks
+PARENT_REACH = 4
+
+
+def to_parents(hits: list[Hit], index: Index, k: int) -> list[Hit]:
+    """Small-to-big: each hit replaced by its parent chunk, a parent kept at its best child's rank and
+    score (later children of the same parent dropped), cut to ``k``.
+
+    >>> from raglab.chunking import Chunk
+    >>> kids = [Chunk(f"d#a/{i}", "d", (), 0, 1, "x", "x", ("public",), "parent", "d#a") for i in (1, 2)]
+    >>> kids.append(Chunk("d#b/1", "d", (), 2, 3, "y", "y", ("public",), "parent", "d#b"))
+    >>> class Ix: chunks, row_of = kids, {c.id: i for i, c in enumerate(kids)}
+    >>> [(h.id, h.rank) for h in to_parents([Hit("d#a/2", "d", .9, 1), Hit("d#b/1", "d", .8, 2), Hit("d#a/1", "d", .7, 3)], Ix, 5)]
+    [('d#a', 1), ('d#b', 2)]
+    """
+    seen: dict[str, Hit] = {}
+    for h in hits:
+        parent = index.chunks[index.row_of[h.id]].parent
+        if parent not in seen:
+            seen[parent] = Hit(parent, h.doc, h.score, len(seen) + 1, {**h.ranks, "child": h.id})
+    return list(seen.values())[:k]
 
 
 def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),

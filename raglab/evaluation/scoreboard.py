@@ -64,39 +64,39 @@ def evaluate(retriever, questions: list[Question], k: int = 5, mode: str = "rera
 
     Every ranked list is cut to the same depth (``max(k, depth)``) before scoring.
     """
-    chunks_of = retriever.index.chunks
-    row = retriever.index.row_of
+    index = retriever.index
     results = []
     for q in questions:
         user = user_for(q)
         t = time.perf_counter()
         hits = retriever.search(q.question, mode, max(k, depth), user)
         ms = (time.perf_counter() - t) * 1000
-        ranked = [chunks_of[row[h.id]] for h in hits]
+        ranked = [index.chunk(h.id) for h in hits]
         ids = [c.id for c in ranked]
-        rel = relevant_ids(chunks_of, q)
+        rel = relevant_ids(index.passages(), q)
         res = Result(q.id, q.type, evidence_recall(ranked, q, k), evidence_recall(ranked, q, 3),
                      doc_hit(ranked, q, k), reciprocal_rank(ids, rel, depth),
                      ndcg(ids, rel, 10), round(ms, 2), ids)
         if assistant is not None:
-            score_answer(res, q, assistant.ask(q.question, user), retrieved_chunks=chunks_of, row=row)
+            score_answer(res, q, assistant.ask(q.question, user), index)
         res.failure = failure_stage(res, q, k)
         results.append(res)
     return results
 
 
-def score_answer(res: Result, q: Question, answer, retrieved_chunks, row) -> None:
+def score_answer(res: Result, q: Question, answer, index) -> None:
+    """Score one answer into ``res``; ``index`` holds the chunks (or parents) it retrieved and cited."""
     unanswerable = q.type == "unanswerable"
     res.answered, res.reason, res.stage_ms = not answer.refused, answer.reason, dict(answer.timings_ms)
     res.evidence = answer.evidence
     res.correct = answer_correct(q, answer)
     res.abstention_ok = float(answer.refused == unanswerable)
     if answer.reason not in ("weak-evidence", "model-refused"):
-        sources = [Source(n, retrieved_chunks[row[r["id"]]]) for n, r in enumerate(answer.retrieved, 1)]
+        sources = [Source(n, index.chunk(r["id"])) for n, r in enumerate(answer.retrieved, 1)]
         raw = check_citations(answer.raw, sources)
         res.citation_valid = float(raw.reason is None or (answer.attributed and not answer.refused))
     if not unanswerable and not answer.refused:
-        res.citation_support = citation_support(q, [retrieved_chunks[row[c.id]] for c in answer.citations])
+        res.citation_support = citation_support(q, [index.chunk(c.id) for c in answer.citations])
 
 
 def citation_support(q: Question, cited: list) -> float:
@@ -247,7 +247,7 @@ def per_question(retriever, questions: list[Question], modes=("dense", "bm25", "
         row = {"id": q.id, "type": q.type, "question": q.question}
         for mode in modes:
             hits = retriever.search(q.question, mode, max(k, depth), user)
-            chunks = [retriever.index.chunks[retriever.index.row_of[h.id]] for h in hits]
+            chunks = [retriever.index.chunk(h.id) for h in hits]
             row[f"{mode} recall@{k}"] = evidence_recall(chunks, q, k)
             rr = first_relevant_rr(chunks, q, depth)
             row[f"{mode} rank"] = round(1 / rr) if rr else None

@@ -272,7 +272,7 @@ def _ask_row(assistant, recorder, q, config_name: str, price: Price) -> dict:
         prompt, completion, source = token_usage(generation, question, sources, refusal, recorder.extra_instruction)
     index = assistant.retriever.index
     scored = Result(q.id, q.type, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, [])
-    score_answer(scored, q, answer, retrieved_chunks=index.chunks, row=index.row_of)
+    score_answer(scored, q, answer, index)
     return {"id": q.id, "type": q.type, "config": config_name, "model_called": called,
             "prompt_tokens": prompt, "completion_tokens": completion, "token_source": source,
             "cost_usd": answer_cost(prompt, completion, price),

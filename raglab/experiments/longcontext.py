@@ -344,7 +344,7 @@ def _measure_longcontext(corpus, profile, generator, budget, n, server_url, sent
         index = base.retriever.index
 
         def rag_sources(answer):
-            return [source_at(i, index.chunks, index.row_of[r["id"]]) for i, r in enumerate(answer.retrieved, 1)]
+            return [source_at(i, *index.locate(r["id"])) for i, r in enumerate(answer.retrieved, 1)]
 
         def lc_sources(answer):
             return [Source(i, c) for i, c in enumerate(packer.index.chunks, 1)]
@@ -357,7 +357,7 @@ def _measure_longcontext(corpus, profile, generator, budget, n, server_url, sent
             for q in questions:   # retrieval caches for both arms, and (extractive) every sentence either arm quotes from
                 hits = base.retriever.search(q.question, base.mode, base.k, user_for(q))
                 if generator == "extractive":
-                    gen.generate(q.question, [source_at(i, index.chunks, index.row_of[h.id])
+                    gen.generate(q.question, [source_at(i, *index.locate(h.id))
                                               for i, h in enumerate(hits, 1)])
                     packer.search(q.question, user=user_for(q))
                     gen.generate(q.question, lc_sources(None))

@@ -526,7 +526,7 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
     for q, base in zip(questions, baseline):
         subs = _rewrite_with(rewriter, q.question)
         hits = rewrite_search(retriever, q.question, lambda _q, s=subs: s, mode, k, user_for(q))
-        chunks = [index.chunks[index.row_of[h.id]] for h in hits]
+        chunks = [index.chunk(h.id) for h in hits]
         rows.append({"id": q.id, "question": q.question, "sub_queries": subs, "rewriter": _ran(rewriter),
                      "recall_without": base.recall, "recall_with": evidence_recall(chunks, q, k),
                      "retrieved_without": base.retrieved[:k], "retrieved_with": [h.id for h in hits]})

@@ -128,7 +128,8 @@ def cmd_corpus_fetch(args) -> int:
 
 def cmd_chunk(args) -> int:
     settings = _settings(args)
-    chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings)
+    embed = Embedder().encode if settings.strategy == "semantic" else None
+    chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings, embed=embed)
     write_jsonl(args.out, (c.to_dict() for c in chunks))
     stats = {"out": args.out, "strategy": settings.strategy, "size": settings.size,
              "overlap": settings.overlap, "unit": UNITS[settings.strategy], "prefix": settings.prefix,
@@ -145,7 +146,7 @@ def _settings(args) -> ChunkSettings:
     strategy, prefix = entry(args.corpus).chunking if args.strategy is None else (args.strategy, False)
     if args.prefix is not None:
         prefix = args.prefix
-    return ChunkSettings(strategy, args.size, args.overlap, prefix).resolved()
+    return ChunkSettings(strategy, args.size, args.overlap, prefix, getattr(args, "breakpoint", None)).resolved()
 
 
 def cmd_index(args) -> int:
@@ -395,8 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
     def chunking_opts(sp, index_opts=True):
         sp.add_argument("--strategy", choices=STRATEGIES,
                         help="default: the corpus's (python-docs and helpcenter: headings, with --prefix)")
-        sp.add_argument("--size", type=int, help="window size (words for words/headings, characters for chars/large)")
+        sp.add_argument("--size", type=int, help="window size (words for words/headings/parent, characters for "
+                                                "chars/large, the model's tokens for recursive/tokens/semantic)")
         sp.add_argument("--overlap", type=int, help="overlap, in the same unit as --size")
+        sp.add_argument("--breakpoint", type=int, help="semantic only: cut above this percentile of a page's "
+                                                      "sentence-to-sentence distances (default 90)")
         sp.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
                         help="prepend 'Title > Section: ' to the indexed text (default: with the corpus's default "
                              "chunking, its choice; with --strategy, no)")
