@@ -75,6 +75,15 @@ class Index:
         chunks, row = self.locate(chunk_id)
         return chunks[row]
 
+    def readable(self, chunk_id: str, user: tuple[str, ...] | None) -> bool:
+        """Whether the user may read this chunk or parent (a parent by its own access groups, under the
+        same rule as the rows). An unknown id is ``KeyError``."""
+        chunks, row = self.locate(chunk_id)
+        if chunks is self.chunks:
+            return bool(self.allowed(user)[row])
+        rule = self.access_rule
+        return bool((rule_mask(chunks[row:row + 1], user, rule) if rule else access_mask(chunks[row:row + 1], user))[0])
+
     def passages(self) -> list[Chunk]:
         """What a hit hands the generator: the parents when the strategy has them, else the chunks."""
         return self.parents or self.chunks

@@ -44,7 +44,8 @@ class PgIndex:
     """The same search interface as ``raglab.index.Index``, backed by one pgvector table."""
 
     # the parent strategy runs on the FAISS store only (``sync_pgvector`` refuses it): no parents here
-    locate, chunk, passages = Index.locate, Index.chunk, Index.passages
+    locate, chunk, passages, readable = Index.locate, Index.chunk, Index.passages, Index.readable
+    access_rule = None
 
     def __init__(self, store: PgVectorStore, manifest: dict):
         self.store, self.manifest, self.path, self.report = store, manifest, None, {}

@@ -565,10 +565,12 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
     @app.get("/chunks/{chunk_id:path}")
     async def chunk(chunk_id: str, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
         index = request.app.state.assistant.retriever.index
-        row = index.row_of.get(chunk_id)
-        if row is None or not index.allowed(user or None)[row]:   # hidden and missing look the same
-            raise ApiError(404, "no such chunk")
-        c = whole_sentences(index.chunks, row)   # the cited source: the chunk widened to whole sentences
+        try:
+            if not index.readable(chunk_id, user or None):
+                raise KeyError(chunk_id)
+        except KeyError:                                          # hidden and missing look the same
+            raise ApiError(404, "no such chunk") from None
+        c = whole_sentences(*index.locate(chunk_id))   # the cited source (a chunk or a parent) widened to whole sentences
         return {"id": c.id, "doc": c.doc, "heading": " > ".join(c.heading), "text": c.text,
                 "html": markdown_html(c.text) if is_markdown(c.doc) else None}
 

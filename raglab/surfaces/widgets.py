@@ -50,7 +50,7 @@ CHUNK_COLOURS = ("#cde0f5", "#fcd8b4")
 OVERLAP_COLOURS = ("#b79be6", "#9372cc")
 RED = "#c44e52"
 _FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.45"
-_SLIDERS = {"words": (20, 600, 10), "characters": (100, 8000, 50)}   # min, max, step by unit
+_SLIDERS = {"words": (20, 600, 10), "characters": (100, 8000, 50), "tokens": (32, 256, 8)}   # min, max, step by unit
 _box_ids = itertools.count(1)
 
 _REASONS = {
@@ -354,8 +354,10 @@ class AskBox(widgets.VBox):
     def lookup(self, chunk_id: str) -> str | None:
         """The text of a chunk of the assistant's index, or None."""
         index = self.assistant.retriever.index
-        row = index.row_of.get(chunk_id)
-        return None if row is None else index.chunks[row].text
+        try:
+            return index.chunk(chunk_id).text
+        except KeyError:
+            return None
 
     def ask(self, question: str) -> str:
         """Ask the assistant for this box's user; keep the answer and return its HTML."""

@@ -251,3 +251,20 @@ def test_the_race_scores_every_chunking_on_the_same_questions(workdir, embedder,
         assert row["recall@5_lo"] <= row["recall@5"] <= row["recall@5_hi"]
     assert (table[table.chunking == default.label()]["diff"] == 0).all()
     assert (table[table.chunking == "tokens 256/32"]["over_limit"] == 0).all()
+
+
+def test_a_parent_is_read_under_its_pages_access(workdir, embedder):
+    """The help center's premium pages: their parents are hidden from a public user, as their rows are."""
+    from raglab.index import build_index
+
+    index = build_index("helpcenter", "small", ChunkSettings("parent", prefix=True), embedder)
+    premium = [p for p in index.parents if "premium" in p.access]
+    public = [p for p in index.parents if "public" in p.access]
+    assert premium and public
+    assert not any(index.readable(p.id, None) for p in premium)
+    assert all(index.readable(p.id, ("premium",)) for p in premium)
+    assert all(index.readable(p.id, None) for p in public)
+    kid = next(c for c in index.chunks if c.parent == premium[0].id)
+    assert index.readable(kid.id, None) is False and index.readable(kid.id, ("premium",)) is True
+    with pytest.raises(KeyError):
+        index.readable("no/such#chunk", None)
