@@ -12,6 +12,7 @@
     raglab train        [--corpus C] [--profile P] [--which bi|cross|both] [--pairs N] [--compare]   # models trained on the corpus
     raglab judge        [--judge facts|llm|both] [--local] [--json]   # the answer judge against hand labels
     raglab bakeoff      [--corpus C] [--golden FILE] [--json OUT] [--plots DIR]
+    raglab race         [--corpus C] [--profile P] [--split dev|test|all] [--strategy S ...] [--json OUT] [--plots DIR]   # the chunking lab
     raglab llm serve    [--port N]
     raglab serve        [--port N] [--corpus C]          # HTTP endpoint and page on 127.0.0.1
     raglab experiment   rewrite|longcontext|cost|chunksize [--corpus C] [--n N] [--json OUT]
@@ -296,6 +297,30 @@ def cmd_bakeoff(args) -> int:
     return 0
 
 
+def cmd_race(args) -> int:
+    from raglab.evaluation import chunking_lab as lab
+    from raglab.surfaces import plots
+
+    chunkers = [ChunkSettings(s) for s in args.strategy] if args.strategy else lab.RACE
+    split = None if args.split == "all" else args.split
+    table, per_question = lab.run_race(args.corpus, args.profile, split, chunkers, golden=args.golden,
+                                       progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(lab.race_frame(table, "hybrid").to_string())
+    if args.json:
+        lab.save_race(args.json, table, per_question, {"corpus": args.corpus, "profile": config.profile(args.profile),
+                                                       "split": args.split})
+        print(f"race written to {args.json}")
+    if args.plots:
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        default = lab.default_chunking(args.corpus).label()
+        plots.recall_vs_tokens(table, default=default).savefig(out / "race_recall_vs_tokens.png", dpi=120)
+        plots.quality_vs_cost(table, default=default).savefig(out / "race_recall_vs_index_time.png", dpi=120)
+        plots.hit_heatmap(per_question).savefig(out / "race_hit_by_type.png", dpi=120)
+        print(f"plots written to {out}")
+    return 0
+
+
 def _user(args) -> tuple[str, ...] | None:
     """The caller's groups from ``--user a,b`` (public is always added by the index)."""
     return tuple(g.strip() for g in args.user.split(",") if g.strip()) if args.user else None
@@ -514,6 +539,19 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--json", metavar="OUT", help="write the table as JSON to OUT")
     bake.add_argument("--plots", metavar="DIR", help="write the charts as PNG into DIR")
     bake.set_defaults(func=cmd_bakeoff)
+
+    race = sub.add_parser("race", help="the chunking lab: strategies x dense/BM25/hybrid, with their costs and "
+                                       "paired differences from the default chunking")
+    race.add_argument("--corpus", default="python-docs")
+    race.add_argument("--profile", choices=config.PROFILES)
+    race.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                      help="the golden set's split (tune on dev; the small profile's set has no splits: all)")
+    race.add_argument("--strategy", nargs="+", choices=STRATEGIES, help="the strategies to race (default: all, "
+                                                                        "each at its default settings)")
+    race.add_argument("--golden", help="golden set JSONL (default: the one shipped for the corpus and profile)")
+    race.add_argument("--json", metavar="OUT", help="write the race (table and per-question rows) as JSON to OUT")
+    race.add_argument("--plots", metavar="DIR", help="write the race's charts as PNG into DIR")
+    race.set_defaults(func=cmd_race)
 
     llm = sub.add_parser("llm", help="a local OpenAI-compatible model server").add_subparsers(dest="action", required=True)
     serve = llm.add_parser("serve", help="serve the packaged SmolLM2-135M-Instruct on 127.0.0.1")

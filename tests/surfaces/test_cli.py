@@ -9,7 +9,7 @@ from raglab.surfaces.cli import main
 
 
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
-@pytest.mark.parametrize("strategy", ["words", "chars", "large", "headings"])
+@pytest.mark.parametrize("strategy", ["words", "chars", "large", "headings", "recursive", "tokens", "parent"])
 def test_chunk_writes_every_chunk_as_jsonl(corpus, strategy, tmp_path, capsys, python_docs, helpcenter):
     out = tmp_path / "chunks.jsonl"
     assert main(["chunk", "--corpus", corpus, "--strategy", strategy, "--prefix", "--out", str(out), "--json"]) == 0
@@ -38,3 +38,19 @@ def test_errors_are_one_clear_line_and_write_nothing(tmp_path, capsys):
     assert not out.exists()
     with pytest.raises(SystemExit):
         main(["chunk", "--strategy", "sentences", "--out", str(out)])
+
+
+def test_race_prints_the_table_and_writes_the_run(tmp_path, capsys, workdir):
+    """`raglab race` on the help center: one line per chunking (hybrid) and a JSON run that load_race reads back."""
+    from raglab.evaluation.chunking_lab import load_race
+
+    out = tmp_path / "race.json"
+    assert main(["race", "--corpus", "helpcenter", "--profile", "small", "--strategy", "tokens",
+                 "--json", str(out), "--plots", str(tmp_path / "plots")]) == 0
+    printed = capsys.readouterr().out
+    assert "tokens 256/32" in printed and "headings 150/30 +prefix" in printed
+    table, per_question, meta = load_race(out)
+    assert sorted(table.retriever.unique()) == ["bm25", "dense", "hybrid"] and meta["split"] == "all"
+    assert len(per_question) == len(table) * table.questions.iloc[0]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "race_hit_by_type.png", "race_recall_vs_index_time.png", "race_recall_vs_tokens.png"]
