@@ -80,9 +80,8 @@ STAGES = {
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
-    "own chunker": ("07", "your chunker in the chunking race", (chunking.token_spans, chunking.recursive_spans,
-                                                                  chunking.char_spans, chunking.word_spans,
-                                                                  chunking.model_windows, chunking.chunk_document)),
+    "own chunker": ("07", "your chunker in the chunking race", (chunking.model_windows, chunking.token_spans,
+                                                                  chunking.recursive_spans)),
     "answer cost": ("08", "the cost of an answer", (cost.answer_cost,)),
 }
 YOURS, FALLBACK, COPY = "yours", "raglab", "copy"

@@ -55,6 +55,7 @@ from raglab.course.report import write_report
 from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
 from raglab.embeddings import Embedder
+from raglab.evaluation import chunking_lab as lab
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
 from raglab.evaluation.golden import check_student_golden, golden_file, load_golden
@@ -72,7 +73,7 @@ from raglab.rerank import make_reranker
 from raglab.retrieval import Levers, Retriever, get_index
 from raglab.surfaces.app import serve
 from raglab.surfaces.guard import guarded
-from raglab.surfaces.plots import bakeoff_bars, score_vs_size
+from raglab.surfaces.plots import bakeoff_bars, hit_heatmap, quality_vs_cost, recall_vs_tokens, score_vs_size
 
 
 def _emit(args, data: dict, lines: list[str]) -> None:
@@ -298,9 +299,6 @@ def cmd_bakeoff(args) -> int:
 
 
 def cmd_race(args) -> int:
-    from raglab.evaluation import chunking_lab as lab
-    from raglab.surfaces import plots
-
     chunkers = [ChunkSettings(s) for s in args.strategy] if args.strategy else lab.RACE
     split = None if args.split == "all" else args.split
     table, per_question = lab.run_race(args.corpus, args.profile, split, chunkers, golden=args.golden,
@@ -314,9 +312,9 @@ def cmd_race(args) -> int:
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
         default = lab.default_chunking(args.corpus).label()
-        plots.recall_vs_tokens(table, default=default).savefig(out / "race_recall_vs_tokens.png", dpi=120)
-        plots.quality_vs_cost(table, default=default).savefig(out / "race_recall_vs_index_time.png", dpi=120)
-        plots.hit_heatmap(per_question).savefig(out / "race_hit_by_type.png", dpi=120)
+        recall_vs_tokens(table, default=default).savefig(out / "race_recall_vs_tokens.png", dpi=120)
+        quality_vs_cost(table, default=default).savefig(out / "race_recall_vs_index_time.png", dpi=120)
+        hit_heatmap(per_question).savefig(out / "race_hit_by_type.png", dpi=120)
         print(f"plots written to {out}")
     return 0
 

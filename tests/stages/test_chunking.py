@@ -253,8 +253,8 @@ def test_contextual_prefix_goes_into_the_indexed_text_only():
 
 
 def test_settings_are_validated():
-    with pytest.raises(ValueError, match="unknown chunking strategy 'tokens'"):
-        ChunkSettings("tokens").resolved()
+    with pytest.raises(ValueError, match="unknown chunking strategy 'sentences'"):
+        ChunkSettings("sentences").resolved()
     with pytest.raises(ValueError, match="overlap must be"):
         ChunkSettings("words", 100, 100).resolved()
     assert ChunkSettings("chars").label() == "chars 500/80"
