@@ -171,3 +171,17 @@ def race_frame(table, retriever: str = "hybrid"):
     return out.rename(columns={"mean_tokens": "tokens (mean)", "p95_tokens": "tokens (p95)", "over_limit": "over 256",
                                "index_seconds": "index s", "index_mb": "index MB",
                                "context_tokens": "tokens to the generator"}).set_index("chunking")
+
+
+def race_summary(dev, test, retriever: str = "hybrid", metric: str = f"recall@{K}", default: str | None = None) -> str:
+    """One sentence on a race: the best chunking on dev besides the default, and how its difference from
+    the default read on test (the committed whole-docs runs in notebook 07's summary)."""
+    default = default or default_chunking().label()
+    rows = dev[(dev.retriever == retriever) & (dev.chunking != default)].sort_values([metric, "mrr"], ascending=False)
+    best = rows.iloc[0]
+    on_test = test[(test.retriever == retriever) & (test.chunking == best.chunking)]
+    read = (f"on test {on_test['diff'].iloc[0]:+.3f} [{on_test['diff_lo'].iloc[0]:+.3f}, {on_test['diff_hi'].iloc[0]:+.3f}]"
+            if len(on_test) else "not read on test")
+    return (f"Of {dev.chunking.nunique()} chunkings raced on the whole docs' dev split ({retriever}), the best besides "
+            f"the default is {best.chunking}: {metric} {best[metric]:.3f}, {best['diff']:+.3f} "
+            f"[{best['diff_lo']:+.3f}, {best['diff_hi']:+.3f}] from the default on dev, {read}.")

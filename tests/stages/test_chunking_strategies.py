@@ -233,7 +233,7 @@ def test_the_race_scores_every_chunking_on_the_same_questions(workdir, embedder,
     """Two chunkings and a registered one on the help center: each row's numbers are the means of
     its questions, the default's difference from itself is 0, and the others' differences are the
     mean paired differences (computed here from the per-question rows)."""
-    from raglab.evaluation.chunking_lab import run_race
+    from raglab.evaluation.chunking_lab import race_summary, run_race
 
     register_chunker("paras", by_paragraph)
     default = ChunkSettings("headings", prefix=True)
@@ -251,6 +251,11 @@ def test_the_race_scores_every_chunking_on_the_same_questions(workdir, embedder,
         assert row["recall@5_lo"] <= row["recall@5"] <= row["recall@5_hi"]
     assert (table[table.chunking == default.label()]["diff"] == 0).all()
     assert (table[table.chunking == "tokens 256/32"]["over_limit"] == 0).all()
+    # the summary names the best row of the retriever besides the default, and its test reading
+    hybrid_less = table[table.retriever == "dense"].sort_values(["recall@5", "mrr"], ascending=False)
+    best = hybrid_less[hybrid_less.chunking != default.label()].iloc[0]
+    line = race_summary(table, table.iloc[0:0], "dense", default=default.label())
+    assert f"is {best.chunking}: recall@5 {best['recall@5']:.3f}" in line and line.endswith("not read on test.")
 
 
 def test_a_parent_is_read_under_its_pages_access(workdir, embedder):
