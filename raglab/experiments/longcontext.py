@@ -45,6 +45,7 @@ from raglab.assistant import Assistant, build_assistant
 from raglab.bm25 import BM25
 from raglab.chunking import Chunk
 from raglab.corpus import PUBLIC, load_corpus
+from raglab.index import Index
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
@@ -218,11 +219,13 @@ def pack_documents(question: str, docs, budget_tokens: int | None = None, count=
 class _PackedIndex:
     """What ``Assistant.ask`` reads from ``retriever.index``: the chunks (here, pages) by id, and a version."""
 
-    version = "longcontext"
+    version, path = "longcontext", None
+    locate, chunk, passages = Index.locate, Index.chunk, Index.passages   # pages only: no parents
 
     def __init__(self, sources: list[Source]):
         self.chunks = [s.chunk for s in sources]
         self.row_of = {c.id: i for i, c in enumerate(self.chunks)}
+        self.parents, self.parent_row = [], {}
 
 
 class PackedRetriever:
