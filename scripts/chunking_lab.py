@@ -3,6 +3,7 @@ semantic breakpoint chosen there, then the test split read once for the chosen f
 
     python scripts/chunking_lab.py dev              # all strategies, dev split -> evals/results/chunking-lab.json
     python scripts/chunking_lab.py test A B ...     # the chunkings labelled A, B... (and the default), test split
+                                                    # -> evals/results/chunking-lab-test.json
 
 Run it in a fresh working folder (``RAGLAB_WORKDIR``) to measure every index's build time cold: the
 total wall time it prints is the cold bake-off time; a second run is the warm time.
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 from raglab.chunking import ChunkSettings
-from raglab.evaluation.chunking_lab import RACE, load_race, run_race, save_race
+from raglab.evaluation.chunking_lab import RACE, run_race, save_race
 
 RESULTS = Path(__file__).resolve().parents[1] / "evals" / "results"
 # the semantic rule's candidates on dev (the percentile of a page's neighbour distances cut at)
@@ -36,7 +37,6 @@ def main() -> None:
     if args.split == "dev":
         chunkers = dev_chunkers()
     else:
-        table, _, _ = load_race(RESULTS / "chunking-lab.json")
         by_label = {s.label(): s for s in dev_chunkers()}
         chunkers = [by_label[label] for label in args.labels]
     table, per_question = run_race("python-docs", "full", args.split, chunkers, progress=lambda m: print(m, flush=True))
