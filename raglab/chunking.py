@@ -730,10 +730,12 @@ def chunk_stats(chunks: list[Chunk], tokenizer=None, limit: int | None = None) -
     }
 
 
-def check_chunks(docs: list[Document], chunks: list[Chunk], limit: int | None = None, tokenizer=None) -> dict:
+def check_chunks(docs: list[Document], chunks: list[Chunk], limit: int | None = None, tokenizer=None,
+                 tokens: list[int] | None = None) -> dict:
     """The checks every strategy is held to, as counts: how many of the pages' words (``word_positions``)
     no chunk covers, one chunk covers, or several cover (overlap), the first uncovered word, and the
-    chunks over the model's token limit (their share: what the model truncates).
+    chunks over the model's token limit (their share: what the model truncates); ``tokens``, the chunks'
+    token counts when the caller has them already (``token_lengths``).
 
     >>> from raglab.corpus import Document
     >>> doc = Document("d", "T", "one two three four five", ("public",))
@@ -763,7 +765,9 @@ def check_chunks(docs: list[Document], chunks: list[Chunk], limit: int | None = 
         if counts["first_uncovered"] is None and (times == 0).any():
             i = int(np.argmax(times == 0))
             counts["first_uncovered"] = {"doc": doc.id, "offset": words[i][0], "word": doc.text[slice(*words[i])]}
-    tokens = np.array(token_lengths([c.indexed_text for c in chunks], tokenizer)) if chunks else np.zeros(0)
+    if tokens is None:
+        tokens = token_lengths([c.indexed_text for c in chunks], tokenizer) if chunks else []
+    tokens = np.asarray(tokens)
     counts.update(chunks=len(chunks), over_limit=int((tokens > limit).sum()),
                   over_share=round(float((tokens > limit).mean()), 4) if len(tokens) else 0.0)
     return counts

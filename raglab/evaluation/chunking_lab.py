@@ -32,7 +32,7 @@ from raglab.corpus import load_corpus
 from raglab.embeddings import Embedder
 from raglab.evaluation.golden import golden_file, load_golden
 from raglab.evaluation.scoreboard import evaluate
-from raglab.evaluation.statistics import bootstrap_ci, paired_test
+from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
 from raglab.files import atomic_open
 from raglab.packaged_models import MINILM_MAX_TOKENS
 from raglab.retrieval import Retriever, get_index
@@ -59,10 +59,11 @@ def race_questions(corpus: str, profile: str | None, split: str | None, golden=N
     return [q for q in load_golden(path, load_corpus(corpus, profile), split) if q.type != "unanswerable"]
 
 
-def index_costs(index, tokenizer) -> dict:
-    """What an index costs: chunks, tokens a chunk (mean, p95, share over the model's limit), build
-    seconds and embedding-cache misses as recorded when it was built, and megabytes on disk."""
-    tokens = np.array(token_lengths([c.indexed_text for c in index.chunks], tokenizer))
+def index_costs(index, tokens: list[int]) -> dict:
+    """What an index costs: chunks, tokens a chunk (``tokens``: each chunk's count; mean, p95, share over
+    the model's limit), build seconds and embedding-cache misses as recorded when it was built, and
+    megabytes on disk."""
+    tokens = np.asarray(tokens)
     size = sum(f.stat().st_size for f in Path(index.path).iterdir()) if index.path else 0
     stats = index.manifest.get("embed_stats") or {}
     return {"chunks": len(index.chunks), "mean_tokens": round(float(tokens.mean()), 1),
@@ -91,10 +92,12 @@ def run_race(corpus: str = "python-docs", profile: str | None = None, split: str
     for settings in chunkers:
         started = time.perf_counter()
         index = get_index(corpus, profile, settings, embedder)
-        costs = index_costs(index, tok)
-        checks = check_chunks(docs, index.chunks, tokenizer=tok)
-        passage_tokens = dict(zip([c.id for c in index.passages()],
-                                  token_lengths([c.indexed_text for c in index.passages()], tok)))
+        tokens = token_lengths([c.indexed_text for c in index.chunks], tok)    # counted once a chunking
+        costs = index_costs(index, tokens)
+        checks = check_chunks(docs, index.chunks, tokens=tokens)
+        passages = index.passages()
+        passage_tokens = dict(zip([c.id for c in passages], tokens if passages is index.chunks else
+                                  token_lengths([c.indexed_text for c in passages], tok)))
         retriever = Retriever(index, embedder)
         for mode in retrievers:
             results = evaluate(retriever, questions, k=K, mode=mode)
@@ -158,8 +161,8 @@ def race_frame(table, retriever: str = "hybrid"):
     the paired difference from the default, best recall@5 first."""
     rows = table[table.retriever == retriever].sort_values(["recall@5", "mrr"], ascending=False)
 
-    def interval(row, name, digits=3, sign=""):
-        return f"{row[name]:{sign}.{digits}f} [{row[name + '_lo']:{sign}.{digits}f}, {row[name + '_hi']:{sign}.{digits}f}]"
+    def interval(row, name):
+        return interval_text({"value": row[name], "ci_low": row[name + "_lo"], "ci_high": row[name + "_hi"]})
 
     out = rows[["chunking", "chunks", "mean_tokens", "p95_tokens", "over_limit", "index_seconds", "index_mb",
                 "context_tokens"]].copy()
