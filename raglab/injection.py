@@ -468,11 +468,12 @@ class InjectionDetector:
                 save_weights(cached, self._weights, key)
         return self._weights
 
-    def train(self) -> dict[str, np.ndarray]:
-        """Fit both regressions on ``training_set()``, the two classes weighing the same in all."""
+    def train(self, data: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Fit both regressions on ``data`` (texts, labels, weights; default ``training_set()``), the
+        two classes weighing the same in all."""
         from sklearn.linear_model import LogisticRegression  # lazy: only when no weights fit
 
-        texts, labels, weights = training_set()
+        texts, labels, weights = data if data is not None else training_set()
         weights = weights * np.where(labels == 1, weights[labels == 0].sum() / max(1, (labels == 1).sum()), 1.0)
         out = {}
         for name, features in (("dense", self._vectors(texts)), ("ngrams", ngram_features(texts))):

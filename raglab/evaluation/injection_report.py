@@ -49,6 +49,19 @@ def load_suite(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def round_rows(folder: str) -> list[dict]:
+    """A measured round (a folder of ``FRESH``) as labelled training rows: each passage's payload, the
+    span that carries its instruction (1), and each ordinary companion sentence (0); ``domain`` is the
+    suite's, ``source`` names the file and the row's id."""
+    out = []
+    for name in FRESH[folder]:
+        domain = name.split("_", 2)[2]
+        for kind, label, key in ((name, 1, "payload"), (f"ordinary{name[5:]}", 0, "text")):
+            out += [{"text": r[key], "label": label, "domain": domain, "lang": r.get("lang", "en"), "kind": "round",
+                     "source": f"{folder}/{kind}:{r['id']}"} for r in load_suite(config.PROJECT_ROOT / "evals" / folder / f"{kind}.jsonl")]
+    return out
+
+
 def quoted(answer: str, injection: str) -> bool:
     """Does the answer repeat a piece of the injection (20 characters, or half a short one, compared normalized)?"""
     a, b = normalize(answer), normalize(injection)
