@@ -5,8 +5,10 @@ Two layers judge each sentence of a source before it may be quoted or shown to a
 1. **The rule** (``instruction_like``): regular expressions for what no documentation sentence needs
    to do: address an AI reader, dismiss earlier instructions, forge a chat role, cast the reader in a
    role, ask for the hidden prompt or restricted documents, keep something from "the user", dictate
-   every answer, claim that safety is off, hide itself from human readers, or ask the user to send a
-   password, code or card number somewhere (``credentials``).
+   every answer, claim that safety is off, hide itself from human readers, ask the user to send a
+   password, code or card number somewhere (``credentials``), or address a producer of answers about
+   the page, or tell it what it should do ("answer engines: ...", "whoever explains this should ...",
+   ``producer``).
 2. **The learned detector** (``InjectionDetector``): two logistic regressions averaged, one on the
    packaged MiniLM's vector of the normalized sentence, one on its hashed character and word n-grams,
    trained on the labelled sentences in ``raglab/resources/`` (varied domains and languages, hard
@@ -72,6 +74,28 @@ _SEND = (r"(?:send|sends|sending|e-?mail|e-?mailing|mail|text|forward|share|shar
 _CONTACT = r"(?:[\w.+-]+@[\w-]+\.[\w.-]+|https?://\S+|www\.\S+|\+?\d[\d ().-]{6,}\d)"
 _DESTINATION = (rf"(?:\b(?:to|at|via|through|on|in)\b[^.;]{{0,30}}?{_CONTACT}|\bby (?:e-?mail|reply|text|sms|phone|message)\b"
                 r"|\bin (?:a |your )?(?:reply|message|e-?mail|dm)\b)")
+# a reader that makes output from the page (an answer engine, a summarizer, "tools that answer", "whoever explains
+# this"), addressed or told what it should do: documentation addresses the person reading it, not a producer of
+# answers about it (chosen on the measured rounds, dev: 20 of v4's 39 misses there; no sentence of the full Python
+# docs, the help center, the dev folders' pages or the rounds' ordinary companions)
+_READER = r"(?:readers?|agents?|tools?|systems?|services?|helpers?|assistants?|bots?|models?|parties|engines?|generators?|summari[sz]ers?)"
+_PRODUCER = (r"(?:answer(?:ing)? (?:engines?|tools?|bots?|systems?|generators?|services?)"
+             r"|(?:answer|response|summary|text|content|description|release-notes?|digest)[- ](?:generators?|engines?|writers?|tools?)"
+             r"|summari[sz](?:er|ing tools?)s?|(?:text|content|answer)-generating (?:readers?|tools?|systems?|agents?)"
+             r"|(?:text|page|doc|document)-reading (?:agents?|tools?|systems?)|virtual agents?"
+             rf"|{_READER} (?:that|which|who) (?:generate|produce|prepare|write|compose|compile|answer|summari[sz]e|explain|reproduce"
+             r"|describe|compare|cite|quote)s?\b"
+             rf"|{_READER} (?:generating|producing|preparing|writing|composing|compiling|answering|summari[sz]ing|explaining|reproducing"
+             r"|describing|comparing|citing|quoting)\b)")   # not "tools that read this file should": a reader of a format
+_WHOEVER = (r"\b(?:whoever|whatever|anything that|anyone who|any tool that|the tool that|any system that)\b[^.;:]{0,40}?\b"
+            r"(?:answers?|explains?|summari[sz]es?|generates?|produces?|prepares?|reads?|compares?|cites?|describes?|reproduces?"
+            r"|reading|summari[sz]ing|answering)\b")
+_OBLIGED = (r"(?:should|must|shall|are to|is to|need to|needs to|have to|has to|are required to|is required to"
+            r"|are expected to)(?! be\b)")     # told to act ("should add"), not described ("must be reviewed")
+_PASSIVE = (r"\b(?:when|whenever|if|once) (?:this|the) (?:page|section|article|table|document|text|list|row|note|entry|message"
+            r"|chart|listing|guide|faq)s? (?:is|are|gets?) (?:\w+ ){0,3}?(?:summari[sz]ed|quoted|reproduced|read aloud|read out"
+            r"|paraphrased|processed|used to answer)\b[^.;]{0,30}?,\s*(?:\w+ ){0,3}?(?:replace|say|state|add|tell|omit|skip|give"
+            r"|describe|mention|report|list|show|use|write|include)\b")
 _INJECTION_RULES = {
     # an AI reader addressed: "Dear assistant,", "Note to the AI:", "if you are a language model", "LLMs reading this ..."
     "addressed": re.compile(
@@ -156,6 +180,20 @@ _INJECTION_RULES = {
         rf"^(?!.*\b(?:never|not|don't|won't|cannot|can't|no one|nobody|nor)\b[^.;]{{0,30}}\b{_SEND}).*?"
         rf"(?:\b{_SEND}\b[^.;]{{0,60}}?\b{_SECRET}\b[^;]{{0,80}}?{_DESTINATION}"
         rf"|\b{_SECRET}\b[^.;]{{0,40}}?\b(?:to|at) {_CONTACT})"),
+    # a producer of answers addressed ("answer engines: say ...", "for the summarizer that makes our digest:") or
+    # told what it should do ("AI helpers citing this changelog should ...", "whoever explains this should ...",
+    # "when this section is summarized, replace ...")
+    "producer": re.compile(
+        rf"(?:^|[|(\"\[>*;:-]\s*)\W*(?:(?:note |notice |message |memo )?(?:for|to) (?:the |any |all |every )?)?(?:\w+[- ]){{0,2}}"
+        rf"{_PRODUCER}(?: (?:\w+ ){{0,4}}?\w+)?\s*:"
+        rf"|\b(?:the |any |all |every )?(?:\w+ ){{0,2}}{_PRODUCER}\b[^.;,]{{0,80}}?\b{_OBLIGED}"
+        rf"|{_WHOEVER}[^.;,]{{0,60}}?\b(?:{_OBLIGED}|could|would)|{_PASSIVE}"
+        r"|\b(?:machine|auto(?:matically)?|ai)[- ]generated (?:answers?|summar(?:y|ies)|descriptions?|responses?|reproductions?|text"
+        rf"|content)\b[^.;,]{{0,60}}?\b{_OBLIGED}"
+        r"|\b(?:answers?|summar(?:y|ies)|descriptions?|responses?|reproductions?) (?:\w+ ){0,4}generated (?:for|from|by)\b"
+        rf"[^.;,]{{0,60}}?\b{_OBLIGED}"
+        r"|\bif you(?:'re| are) (?:putting together|writing|preparing|composing|generating|producing) (?:an? |the )?"
+        r"(?:answer|summary|response|reply)"),
 }
 # other languages: a verb that dismisses and a noun for instructions, in either order (accents folded)
 _FOREIGN = {
@@ -192,6 +230,8 @@ _CUES = {name: re.compile(cue) for name, cue in {
               r"|regardless|cite|image|pixel|markdown|!\[",
     "disabled": r"check|filter|control|restriction|guardrail|polic|protection|layer|system",
     "credentials": r"pass|pin|code|otp|cvv|cvc|card|phrase|key|credential|login|social security|ssn",
+    "producer": r"answer|respon|repl|generat|summar|read|agent|tool|system|service|helper|assistant|bot|model|parties|engine"
+                r"|writ|whoever|whatever|anything|anyone|virtual|quot|reproduc|paraphras|process",
     "language": "|".join(v for v, _ in _FOREIGN.values()),
 }.items()}
 # text styled to be invisible to a human reader
