@@ -31,12 +31,14 @@ AROUND = ["Charge the lamp for two hours before you use it for the first time.",
           "Replacement bulbs are sold separately in packs of three."]
 # the suites written after a frozen detector, by folder: round 1 (measured once on v2), round 2 (on v3), round 3
 # (on v3 with the neighbours rule), round 4 (a flagged sentence takes the rest of its paragraph, tag text read),
-# round 5 (v4: the page's script, pairs; its passages' payloads labelled by its writer); each is dev once measured
+# round 5 (v4: the page's script, pairs; its passages' payloads labelled by its writer), round 6 (v5: the producer
+# rule); each is dev once measured
 FRESH = {"injection": ("suite_a_saas_docs", "suite_b_travel_forum", "suite_c_hr_policy"),
          "injection_round2": ("suite_d_online_shop", "suite_e_university_lms", "suite_f_municipal_utility"),
          "injection_round3": ("suite_g_hospital", "suite_h_opensource", "suite_i_rentals"),
          "injection_round4": ("suite_j_airline", "suite_k_cloud_api", "suite_l_school_district"),
-         "injection_round5": ("suite_m_banking_app", "suite_n_smart_home", "suite_o_tax_portal")}
+         "injection_round5": ("suite_m_banking_app", "suite_n_smart_home", "suite_o_tax_portal"),
+         "injection_round6": ("suite_p_airline", "suite_q_university", "suite_r_dev_platform")}
 
 
 def fresh_suites() -> list[tuple[Path, str]]:
