@@ -9,10 +9,36 @@ model or starts a server (``SLOW_FIXTURES``), is a doctest of a module that load
 (``SLOW_DOCTESTS``), or is marked ``@pytest.mark.slow`` in its file.
 """
 import os
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("RAGLAB_PROFILE", "small")
+
+# The notebooks are committed executed on a CPU with native bfloat16, so their vectors are bfloat16 ones. A CPU
+# without it embeds in float32 (raglab.embeddings.resolve_precision): scores differ in the third or fourth
+# decimal and index versions (which hash the precision) differ. There nbval compares the notebooks with
+# decimal numbers and hashes masked (notebooks/other_precision.cfg), unless a sanitizer is given.
+NOTEBOOK_PRECISION = "bfloat16"
+OTHER_PRECISION = Path(__file__).parent / "notebooks" / "other_precision.cfg"
+
+
+def _precision() -> str:
+    from raglab.embeddings import resolve_precision
+
+    return resolve_precision()
+
+
+def pytest_configure(config):
+    if getattr(config.option, "nbval_sanitize_with", "") is None and _precision() != NOTEBOOK_PRECISION:
+        config.option.nbval_sanitize_with = str(OTHER_PRECISION)
+
+
+def pytest_report_header(config):
+    if getattr(config.option, "nbval_sanitize_with", None) == str(OTHER_PRECISION):
+        return (f"nbval: this CPU embeds in {_precision()}, the notebooks were executed in {NOTEBOOK_PRECISION}: "
+                f"their decimal numbers and hashes are compared masked ({OTHER_PRECISION.name})")
+    return None
 
 SLOW_FIXTURES = {"embedder", "index", "retriever", "pg_url", "project_artifacts", "python_index", "llm_server",
                  "server", "app_client", "client", "released", "graded", "graded_by_hand", "built", "installed",
