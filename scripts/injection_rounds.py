@@ -55,6 +55,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     shipped = InjectionDetector(c=args.c)
     shipped._weights = shipped.train(base)
+    shipped_fp = (shipped.scores(docs), shipped.scores(hc))   # the same in every round: scored once
     for held in ROUNDS:
         passages = [r["text"] for n in FRESH[held] for r in load_suite(PROJECT_ROOT / "evals" / held / f"{n}.jsonl")]
         ordinary = [r["text"] for r in rounds[held] if r["label"] == 0]
@@ -62,7 +63,8 @@ def main() -> None:
         loro = InjectionDetector(c=args.c)
         loro._weights = loro.train(with_rows(base, [r for f in ROUNDS if f != held for r in rounds[f]]))
         for name, det in (("shipped files only", shipped), ("the other rounds too", loro)):
-            doc_p, hc_p, pas_p, ord_p = (det.scores(x) for x in (docs, hc, passages, ordinary))
+            doc_p, hc_p = shipped_fp if det is shipped else (det.scores(docs), det.scores(hc))
+            pas_p, ord_p = det.scores(passages), det.scores(ordinary)
             for t in THRESHOLDS:
                 flags = [r or p >= t for r, p in zip(rule, pas_p)]
                 paged = sum(in_page(x, "learned" if f else None) for x, f in zip(passages, flags))
