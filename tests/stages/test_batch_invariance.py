@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.embeddings import PAD_MULTIPLE, Embedder, EmbeddingCache
+from raglab.embeddings import PAD_MULTIPLE, Embedder, EmbeddingCache, native_bf16
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +26,8 @@ def long_texts(python_docs):
 
 @pytest.mark.parametrize("precision", ["bfloat16", "float32"])
 def test_a_text_gets_the_same_bytes_in_any_batch(precision, long_texts, tmp_path):
+    if precision == "bfloat16" and not native_bf16():
+        long_texts = long_texts[:12]    # emulated bfloat16 embeds about 5 times slower: 12 long texts, not 40
     alone = Embedder(cache=False, precision=precision).encode(TARGETS)
     rng = random.Random(7)
     batches = {
