@@ -35,10 +35,10 @@ step reports this table again.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import replace
 
 from raglab.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
@@ -65,12 +65,12 @@ def stage_of(assistant, q) -> dict:
     """The stage where question ``q`` loses its facts, with the numbers that put it there."""
     gen, index = assistant.generator, assistant.retriever.index
     user = user_for(q)
-    hits, strength, _ = assistant.retrieve(q.question, user)
-    chunks = [index.chunk(h.id) for h in hits]
-    sources = [source_at(n, *index.locate(h.id)) for n, h in enumerate(hits, 1)]
+    answer = assistant.ask(q.question, user)     # retrieves once: its sources and strength are read from it
+    strength = answer.evidence
+    chunks = [index.chunk(r["id"]) for r in answer.retrieved]
+    sources = [source_at(n, *index.locate(r["id"])) for n, r in enumerate(answer.retrieved, 1)]
     row = {"id": q.id, "type": q.type, "evidence@5": evidence_recall(chunks, q, 5) > 0,
            "strength": round(float(strength), 4)}
-    answer = assistant.ask(q.question, user)
     row["words"] = None if answer.refused else len(answer.answer.split())
     if not answer.refused and facts_present(answer.answer, q.facts):   # what metrics.answer_correct counts
         return row | {"stage": "carried"}
@@ -78,7 +78,7 @@ def stage_of(assistant, q) -> dict:
     has = lambda texts: facts_present(joined(texts), q.facts)  # noqa: E731
     if not has(s.chunk.text for s in sources):
         return row | {"stage": "not in the top 5"}
-    if strength < assistant.threshold:
+    if answer.reason == "weak-evidence":
         return row | {"stage": "refused: weak evidence"}
     if not has(s.chunk.text for s in read):
         return row | {"stage": "only in sources 4-5"}
@@ -115,8 +115,8 @@ def stage_of(assistant, q) -> dict:
 
 def replace_budget(gen, n: int):
     """The same generator quoting up to ``n`` sentences (its picks' order is unchanged for the first ones)."""
-    other = object.__new__(type(gen))
-    other.__dict__.update(gen.__dict__ | {"max_sentences": n})
+    other = copy.copy(gen)
+    other.max_sentences = n
     return other
 
 

@@ -38,16 +38,31 @@ def test_table_counts_in_pipeline_order_and_by_type():
 
 @pytest.mark.slow
 def test_carried_is_exactly_what_the_scorer_counts_correct(workdir):
-    """On the small profile's golden set, a question is 'carried' exactly when the assistant's answer holds
-    every fact (metrics.answer_correct, which the headline reports), and every stage is a known one."""
+    """On the small profile's golden set, a question is 'carried' exactly when the scoreboard counts it
+    correct (metrics.answer_correct, which the headline reports), every stage is a known one, and the
+    retrieval and weak-evidence stages agree with what the answer itself shows."""
     from raglab.assistant import build_assistant
     from raglab.evaluation.golden import load_golden, user_for
     from raglab.evaluation.metrics import answer_correct
 
+    from raglab.evaluation.metrics import facts_present
+    from raglab.evaluation.scoreboard import evaluate
+
     assistant = build_assistant("python-docs", "small", generator="extractive")
     questions = [q for q in load_golden("python-docs") if q.type != "unanswerable"]
+    rows = {q.id: answer_loss.stage_of(assistant, q) for q in questions}
+    # the scoreboard's own run (its retrieval and scoring path) counts the same questions correct
+    scored = {r.id: r.correct for r in evaluate(assistant.retriever, questions, 5, assistant.mode, assistant)}
+    assert {i for i, r in rows.items() if r["stage"] == "carried"} == {i for i, c in scored.items() if c == 1}
+    index = assistant.retriever.index
     for q in questions:
-        row = answer_loss.stage_of(assistant, q)
+        row, answer = rows[q.id], assistant.ask(q.question, user_for(q))
         assert row["stage"] in answer_loss.STAGES, row
-        correct = answer_correct(q, assistant.ask(q.question, user_for(q)))
-        assert (row["stage"] == "carried") == bool(correct), row
+        assert (row["stage"] == "carried") == bool(answer_correct(q, answer)), row
+        # the stages' claims, read off the answer itself: facts absent from the retrieved chunks' own text
+        # (not widened) when 'not in the top 5'; a weak-evidence refusal exactly when the answer says so
+        raw = " ".join(index.chunk(r["id"]).text for r in answer.retrieved)
+        if facts_present(raw, q.facts):
+            assert row["stage"] != "not in the top 5", row
+        if row["stage"] != "not in the top 5":
+            assert (row["stage"] == "refused: weak evidence") == (answer.reason == "weak-evidence"), row
