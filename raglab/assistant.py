@@ -75,6 +75,7 @@ class Answer:
     raw: str = ""
     attributed: bool = False
     unknown_names: list = field(default_factory=list)
+    refusal_detail: dict | None = None   # a refusal's stage, and where a number decided it, the number and threshold
 
     def to_dict(self) -> dict:
         """The JSON shape of ``raglab ask --json``."""
@@ -133,9 +134,12 @@ class Assistant:
         sources = [source_at(n, *index.locate(h.id)) for n, h in enumerate(hits, 1)]
         retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
         prompt, raw, attributed = None, "", False
-        check = None
+        check, detail = None, None
         if strength < self.threshold:
             refused, reason = True, "weak-evidence"
+            detail = {"stage": reason, "value": round(strength, 4), "threshold": self.threshold}
+            if unknown:
+                detail["unknown_names"] = list(unknown)
         else:
             t = time.perf_counter()
             generation = self.generator.generate(question, sources, self.refusal)
@@ -148,6 +152,7 @@ class Assistant:
             text = raw
             if is_refusal(raw, self.refusal):
                 refused, reason = True, "model-refused"
+                detail = generation.refusal or {"stage": "model-refused"}
             else:
                 if self.attribution and not check_citations(raw, sources).valid:
                     text, _ = attribute(raw, sources, self.retriever.embedder)
@@ -158,13 +163,15 @@ class Assistant:
                     text = omit_untrusted_contacts(text, sources, check.valid, detector)
                 if not refused and ungrounded(text, sources, detector):
                     refused, reason = True, "unsupported-claim"
+                if refused:
+                    detail = {"stage": reason}
             timings["check"] = round((time.perf_counter() - t) * 1000, 2)
         final = self.refusal if refused else text
         citations = [] if refused or check is None else [
             Citation(s.n, s.chunk.id, s.chunk.doc, " > ".join(s.chunk.heading), _snippet(s.chunk.text)) for s in check.valid]
         answer = Answer(question, final, citations, check.invalid if check else [], refused, reason, retrieved,
                         getattr(self.generator, "name", type(self.generator).__name__), round(strength, 6),
-                        index.version, timings, raw, attributed, unknown)
+                        index.version, timings, raw, attributed, unknown, detail)
         self._trace(answer, user, prompt)
         return answer
 

@@ -33,6 +33,7 @@ from raglab.injection import (  # noqa: F401 -- normalize re-exported
     script_of,
     visible_text,
 )
+from raglab.selection import sentence_signals
 from raglab.text import MAX_SENTENCES, clean, paragraphs, sentence_spans, sentences
 
 REFUSAL = config.get("RAGLAB_REFUSAL")
@@ -75,6 +76,7 @@ class Generation:
     text: str
     generator: str
     usage: dict = field(default_factory=dict)
+    refusal: dict | None = None    # when the generator refused: the stage, its number and the threshold
 
 
 class GeneratorUnavailable(RuntimeError):
@@ -647,10 +649,13 @@ class ExtractiveGenerator:
 
     def __init__(self, embedder, max_sentences: int = 3, top_sources: int = 3, floor: float = 0.5,
                  sentence_cap: int | None = MAX_SENTENCES, lexical: float = 2.0, top_bonus: float = 0.05,
-                 code_penalty: float = 0.1, detector: InjectionDetector | None = None):
+                 code_penalty: float = 0.1, detector: InjectionDetector | None = None, scorer=None):
         """``sentence_cap``: sentences read from each source (None: all, e.g. for whole pages);
-        ``detector``: judges each candidate sentence (default: ``default_detector(embedder)``)."""
+        ``detector``: judges each candidate sentence (default: ``default_detector(embedder)``);
+        ``scorer``: a ``raglab.selection.SentenceScorer`` that chooses the sentences and refuses in place of
+        the floor and ``pick`` (the floor then only decides which quotes keep their contact points)."""
         self.detector = detector or default_detector(embedder)
+        self.scorer = scorer
         self.embedder, self.max_sentences, self.top_sources, self.floor = embedder, max_sentences, top_sources, floor
         self.sentence_cap, self.lexical, self.top_bonus, self.code_penalty = sentence_cap, lexical, top_bonus, code_penalty
 
@@ -674,13 +679,44 @@ class ExtractiveGenerator:
 
     def scores(self, questions: list[str], candidates: list[Quotable], sources: list[Source]) -> tuple[np.ndarray, np.ndarray]:
         """``(cosine, score)`` of each candidate (columns) for each question (rows)."""
+        cos, _, score = self.scored(questions, candidates, sources)
+        return cos, score
+
+    def scored(self, questions: list[str], candidates: list[Quotable], sources: list[Source]):
+        """``(cosine, term overlap, score)`` of each candidate (columns) for each question (rows)."""
         vectors = self.embedder.encode([c.plain for c in candidates], progress=False)
         cos = np.stack([vectors @ self.embedder.encode_query(q) for q in questions])
         held = [set(terms(f"{c.plain} {c.api or ''}")) for c in candidates]
         lex = np.stack([overlap(terms(q), held) for q in questions])
         top = np.array([c.n == sources[0].n for c in candidates], dtype=float)
         code = np.array([c.code for c in candidates], dtype=float)
-        return cos, cos + self.lexical * lex + self.top_bonus * top - self.code_penalty * code
+        return cos, lex, cos + self.lexical * lex + self.top_bonus * top - self.code_penalty * code
+
+    def selection(self, question: str, sources: list[Source]) -> dict:
+        """How this question's sentences are chosen: ``candidates``, ``cos`` and ``score`` (per question part),
+        with a scorer its ``signals`` and ``probability``, the ``chosen`` candidates (best first), and
+        ``refusal`` (the stage, its number and threshold) when none is."""
+        candidates = self.candidates(sources)
+        out = {"candidates": candidates, "chosen": [], "refusal": None}
+        if not candidates:
+            out["refusal"] = {"stage": "no-candidate-sentence", "value": 0, "threshold": 1}
+            return out
+        cos, lex, score = self.scored([question, *question_parts(question)], candidates, sources)
+        out.update(cos=cos, lexical=lex, score=score)
+        if self.scorer is not None:
+            out["signals"] = sentence_signals(cos, score, lex[0], candidates, sources)
+            out["probability"] = prob = self.scorer.probability(out["signals"])
+            out["chosen"] = self.scorer.choose(prob, [len(c.plain.split()) for c in candidates])
+            if not out["chosen"]:
+                out["refusal"] = {"stage": "sentence-score", "value": round(float(prob.max()), 4),
+                                  "threshold": self.scorer.threshold}
+        elif cos[0].max() < self.floor:
+            out["refusal"] = {"stage": "sentence-floor", "value": round(float(cos[0].max()), 4), "threshold": self.floor}
+        else:
+            out["chosen"] = self.pick(score)
+            if not out["chosen"]:
+                out["refusal"] = {"stage": "sentence-floor", "value": round(float(score.max()), 4), "threshold": self.floor}
+        return out
 
     def pick(self, score: np.ndarray) -> list[int]:
         """The candidates to quote: the best for the whole question, then the best for each of its parts
@@ -693,15 +729,10 @@ class ExtractiveGenerator:
         return picked
 
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
-        candidates = self.candidates(sources)
-        if not candidates:
-            return Generation(refusal, self.name)
-        cos, score = self.scores([question, *question_parts(question)], candidates, sources)
-        if cos[0].max() < self.floor:
-            return Generation(refusal, self.name)
-        order = self.pick(score)
-        if not order:
-            return Generation(refusal, self.name)
+        chosen = self.selection(question, sources)
+        if chosen["refusal"]:
+            return Generation(refusal, self.name, refusal=chosen["refusal"])
+        candidates, cos, order = chosen["candidates"], chosen["cos"], chosen["chosen"]
         by_n = {s.n: s for s in sources}
         with_api = asks_for_api(question)
         quotes, last_api, omitted = [], None, []

@@ -2,9 +2,9 @@
 pipeline's order, for the default assistant (extractive generator) on the whole docs.
 
     python scripts/answer_loss.py [--split dev] [--profile full] [--json OUT] [--markdown OUT]
-                                  [--floor F] [--top-sources N] [--max-sentences N]
+                                  [--floor F] [--top-sources N] [--max-sentences N] [--scorer PATH]
 
-The last three change the extractive generator's settings for a dev study of what they would recover
+The last four change the extractive generator's settings for a dev study of what they would recover
 (the shipped defaults: floor 0.5, 3 sources read, 3 sentences quoted); the library is not changed.
 
 Each answerable question is put at the first stage where its required facts (``Question.facts``, compared
@@ -40,15 +40,18 @@ import json
 import statistics
 from collections import Counter, defaultdict
 
+import numpy as np
+
 from raglab.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, facts_present, normalize
 from raglab.files import atomic_open
-from raglab.generate import question_parts, quotables, source_at
+from raglab.generate import quotables, source_at
 from raglab.injection import judged
+from raglab.selection import SentenceScorer
 
 STAGES = ("not in the top 5", "refused: weak evidence", "only in sources 4-5", "in a source, no sentence",
-          "removed", "refused: sentence floor", "cut by the budget", "candidate not chosen", "refused: checks",
+          "removed", "refused: sentence floor", "refused: sentence score", "cut by the budget", "candidate not chosen", "refused: checks",
           "answer lacks it", "carried")
 
 
@@ -94,19 +97,25 @@ def stage_of(assistant, q) -> dict:
             flagged += [f for x, f in zip(qs, flags) if f and any(normalize(fact) in normalize(said(x)) for fact in q.facts)]
         layer = flagged[0] if flagged else "short or repeated"
         return row | {"stage": "removed", "layer": layer}
-    cos, score = gen.scores([q.question, *question_parts(q.question)], candidates, sources)
+    sel = gen.selection(q.question, sources)
+    cos = sel["cos"]
     holding = [i for i, c in enumerate(candidates) if any(normalize(f) in normalize(said(c)) for f in q.facts)]
     row |= {"best cosine": round(float(cos[0].max()), 4),
             "holding cosine": round(float(max(cos[:, i].max() for i in holding)), 4) if holding else None}
-    if cos[0].max() < gen.floor:
-        return row | {"stage": "refused: sentence floor"}
-    picked = gen.pick(score)
+    if sel["refusal"]:
+        return row | {"stage": "refused: sentence floor" if gen.scorer is None else "refused: sentence score",
+                      "value": sel["refusal"]["value"]}
+    picked = sel["chosen"]
     if not has(said(candidates[i]) for i in picked):
-        wide = replace_budget(gen, 10).pick(score)
-        cut = has(said(candidates[i]) for i in wide)
-        if cut:
+        # the first ten the same scores would choose without the budget
+        if gen.scorer is None:
+            wide, points, bar = replace_budget(gen, 10).pick(sel["score"]), sel["score"].max(axis=0), gen.floor
+        else:
+            points, bar = sel["probability"], -1.0     # the scorer's threshold is on the best sentence alone
+            wide = list(np.argsort(-points, kind="stable")[:10])
+        if has(said(candidates[i]) for i in wide):
             return row | {"stage": "cut by the budget"}
-        low = not holding or max(score[:, i].max() for i in holding) < gen.floor
+        low = not holding or max(points[i] for i in holding) < bar
         return row | {"stage": "candidate not chosen", "layer": "scored under the floor" if low else "outranked"}
     if answer.refused:
         return row | {"stage": "refused: checks", "reason": answer.reason}
@@ -165,8 +174,9 @@ def main() -> None:
     p.add_argument("--floor", type=float, help="the generator's sentence floor (default: the shipped 0.5)")
     p.add_argument("--top-sources", type=int, help="sources the generator reads (default: the shipped 3)")
     p.add_argument("--max-sentences", type=int, help="sentences it quotes (default: the shipped 3)")
+    p.add_argument("--scorer", help="choose and refuse with this sentence scorer (scripts/sentence_scorer_dev.py --write)")
     args = p.parse_args()
-    if args.split == "test" and any(v is not None for v in (args.floor, args.top_sources, args.max_sentences)):
+    if args.split == "test" and any(v is not None for v in (args.floor, args.top_sources, args.max_sentences, args.scorer)):
         p.error("settings are studied on dev only; the test split is read with the shipped generator")
     assistant = build_assistant("python-docs", args.profile, generator="extractive")
     gen = assistant.generator
@@ -174,6 +184,10 @@ def main() -> None:
     gen.top_sources = gen.top_sources if args.top_sources is None else args.top_sources
     gen.max_sentences = gen.max_sentences if args.max_sentences is None else args.max_sentences
     setting = f"floor {gen.floor}, {gen.top_sources} sources read, {gen.max_sentences} sentences quoted"
+    if args.scorer:
+        gen.scorer = SentenceScorer.load(args.scorer)
+        setting = (f"{gen.top_sources} sources read, a sentence scorer (threshold {gen.scorer.threshold}, "
+                   f"{gen.scorer.words} words)")
     questions = [q for q in load_golden(golden_file("python-docs", args.profile), None, split=args.split)
                  if q.type != "unanswerable"]
     rows = [stage_of(assistant, q) for q in questions]

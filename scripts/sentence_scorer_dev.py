@@ -1,136 +1,181 @@
-"""Dev study, library unchanged: would a logistic regression over signals the project already computes choose
-the sentences that hold a question's facts better than the extractive generator's hand-set score?
+"""Fit a sentence scorer for the extractive generator on the dev split, choose its threshold and word budget
+there, and (with --write PATH) write it for ``ExtractiveGenerator(scorer=SentenceScorer.load(PATH))``.
 
-    python scripts/sentence_scorer_dev.py [--top-sources 5] [--budget 3] [--json OUT]
+    python scripts/sentence_scorer_dev.py [--top-sources 5] [--length 1.15] [--write PATH] [--json OUT]
 
 On the dev split of the whole docs (the test split is not read), for every question: the default
-assistant's top 5 sources, the generator's candidate sentences of the first ``--top-sources`` of them
-(injection layers applied as shipped), and for each candidate the signals below. A candidate's label is
-whether it is part of the golden set's evidence quote (or holds it), the sentence that states the fact. The regression is fitted and scored
-in 5 folds grouped by question (no question is scored by a model that saw it). Reported, for the
-answerable questions: the share whose facts are all in the sentences picked, for the shipped rule (its
-score, floor and pick at the same budget, on the same candidates) and for the learned probability (the best
-``--budget`` sentences, no floor), before the citation and claim checks; the weights, on standardized signals; and how
-well each question's best probability, and the evidence strength, tell answerable from unanswerable
-questions (ROC AUC).
+assistant's top 5 sources, the candidate sentences of the first ``--top-sources`` (injection layers
+applied as shipped) and their ``raglab.selection.SIGNALS``. A candidate's label is whether it is part of the
+golden set's evidence quote (or holds it): the sentence that states the fact. The logistic regression is
+fitted in 5 folds grouped by question, so every probability below is held out (no question is scored by
+a model that saw it).
 
-Signals: the shipped rule's score (best over the question and its parts), the same below the question's best
-candidate and its rank among the question's candidates, the MiniLM cosine below the question's best, the cosine to the question (best over the question and its parts), the generator's
-weighted term overlap, the source's rank and fused score, in the top source, code, under an API line,
-continues a paragraph, position in its source, words (log), and the best neighbour's cosine.
+With the held-out probabilities, every threshold (0 to 0.5) and word budget (40 to 100) is scored before the
+citation and claim checks: answerable questions answered with all their facts in the chosen sentences,
+unanswerable ones refused (by the evidence gate, which is unchanged, or by no sentence at the threshold),
+and the median words chosen, on the docs' dev split and on the dev folders (``evals/folders``, rounds 2 and 3,
+each with its own calibrated gate; their questions join the fit: round 4 is not read). The hand-set rule of earlier releases (floor 0.5, 3 sources, 3 sentences) is
+scored the same way on the same questions. The setting kept is the one that carries the most facts (docs and folders) with
+no fewer unanswerable questions refused on either and a docs median length at most ``--length`` times the rule's; the
+shipped weights are then fitted on the whole dev split. Printed: every number, the weights on standardized
+signals, and how each question's best probability and the evidence strength tell answerable from
+unanswerable questions (ROC AUC).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import statistics
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from raglab.assistant import build_assistant
+from raglab.config import PROJECT_ROOT
 from raglab.evaluation.golden import fold, golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
 from raglab.files import atomic_open
-from raglab.generate import question_parts, source_at
+from raglab.generate import source_at
+from raglab.selection import SIGNALS, SentenceScorer, sentence_signals
 
-SIGNALS = ("shipped score", "shipped score below the question's best", "shipped rank (log)",
-           "cosine below the question's best", "cosine", "term overlap", "source rank", "fused score", "top source", "code", "under an API line",
-           "continues a paragraph", "position in source", "log words", "neighbour cosine")
+THRESHOLDS = [round(t, 2) for t in np.arange(0.0, 0.51, 0.01)]
+BUDGETS = list(range(40, 101, 5))
 
 
-def question_rows(assistant, q) -> dict:
-    """One question's candidates, their signals, labels, and the shipped rule's picks."""
-    gen, index = assistant.generator, assistant.retriever.index
+def said(c) -> str:
+    """What quoting a sentence can put in an answer: its API line and its text (its words are the budget's)."""
+    return f"{c.api or ''} {c.text}"
+
+
+DEV_FOLDERS = ("folders", "folders_round2", "folders_round3")   # round 4 stays blind
+
+
+def question_rows(assistant, rule, learned, q) -> dict:
+    """One question: gated or not, the rule's choice, and the scorer's candidates with signals and labels."""
+    index = assistant.retriever.index
     hits, strength, _ = assistant.retrieve(q.question, user_for(q))
     sources = [source_at(n, *index.locate(h.id)) for n, h in enumerate(hits, 1)]
-    out = {"id": q.id, "type": q.type, "strength": float(strength), "facts": list(q.facts), "texts": [],
-           "X": np.zeros((0, len(SIGNALS))), "y": np.zeros(0), "shipped": []}
-    cands = gen.candidates(sources)
-    if not cands:
-        return out
-    questions = [q.question, *question_parts(q.question)]
-    cos, score = gen.scores(questions, cands, sources)
-    best_cos = cos.max(axis=0)
-    lex = (score[0] - cos[0] - gen.top_bonus * np.array([c.n == sources[0].n for c in cands])
-           + gen.code_penalty * np.array([c.code for c in cands])) / gen.lexical
-    fused = {n: h.score for n, h in enumerate(hits, 1)}
-    per_source: dict[int, list[int]] = {}
-    for i, c in enumerate(cands):
-        per_source.setdefault(c.n, []).append(i)
-    top_score = score.max(axis=0)
-    rank = np.argsort(np.argsort(-top_score, kind="stable"), kind="stable")
-    rows = []
-    for i, c in enumerate(cands):
-        mates = per_source[c.n]
-        at = mates.index(i)
-        near = [best_cos[j] for j in (mates[at - 1] if at else None, mates[at + 1] if at + 1 < len(mates) else None)
-                if j is not None]
-        rows.append([top_score[i], top_score[i] - top_score.max(), np.log1p(rank[i]), best_cos[i] - best_cos.max(),
-                     best_cos[i], lex[i], c.n, fused[c.n], c.n == sources[0].n, c.code, c.api is not None,
-                     c.follows, at / max(1, len(mates) - 1), np.log(len(c.plain.split())), max(near, default=0.0)])
-    quotes = [fold(e["quote"]) for e in q.evidence if e.get("quote")]
-    out["X"] = np.array(rows, dtype=float)
-    out["y"] = np.array([any(fold(c.plain) in e or e in fold(c.plain) for e in quotes) for c in cands], float)
-    out["texts"] = [f"{c.api or ''} {c.text}" for c in cands]   # a quote may carry its API line
-    out["shipped"] = [] if cos[0].max() < gen.floor else gen.pick(score)
+    out = {"id": q.id, "type": q.type, "facts": list(q.facts), "strength": float(strength),
+           "gated": bool(strength < assistant.threshold)}
+    shipped = rule.selection(q.question, sources)
+    out["rule"] = [said(shipped["candidates"][i]) for i in shipped["chosen"]]
+    cands = learned.candidates(sources)
+    out["texts"], out["words"] = [said(c) for c in cands], [len(said(c).split()) for c in cands]
+    out["X"], out["y"] = np.zeros((0, len(SIGNALS))), np.zeros(0)
+    if cands:
+        sel = learned.selection(q.question, sources)
+        out["X"] = sentence_signals(sel["cos"], sel["score"], sel["lexical"][0], cands, sources)
+        quotes = [fold(e["quote"]) for e in q.evidence if e.get("quote")]
+        out["y"] = np.array([any(fold(c.plain) in e or e in fold(c.plain) for e in quotes) for c in cands], float)
     return out
+
+
+def outcome(rows, chosen) -> dict:
+    """Facts carried (answerable, answered, facts in the chosen text), unanswerable refused, median words."""
+    carried, refused, words = 0, 0, []
+    for r, texts in zip(rows, chosen):
+        answered = not r["gated"] and bool(texts)
+        if r["type"] == "unanswerable":
+            refused += not answered
+        elif answered:
+            words.append(sum(len(t.split()) for t in texts))
+            carried += facts_present(" ".join(texts), tuple(r["facts"]))
+    answerable = sum(r["type"] != "unanswerable" for r in rows)
+    return {"facts": round(carried / answerable, 4), "carried": carried,
+            "unanswerable refused": refused, "median words": statistics.median(words) if words else 0}
+
+
+def fit(X, y) -> tuple[StandardScaler, LogisticRegression]:
+    scaler = StandardScaler().fit(X)
+    return scaler, LogisticRegression(max_iter=2000).fit(scaler.transform(X), y)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--top-sources", type=int, default=5, help="sources whose sentences are candidates (shipped: 3)")
-    p.add_argument("--budget", type=int, default=3, help="sentences the learned scorer picks (shipped: 3)")
+    p.add_argument("--top-sources", type=int, default=5, help="sources whose sentences are candidates")
+    p.add_argument("--length", type=float, default=1.15, help="longest median answer, times the rule's")
+    p.add_argument("--write", metavar="PATH", help="write the scorer fitted on all of it (SentenceScorer.load reads it)")
     p.add_argument("--json", help="write the numbers as JSON")
     args = p.parse_args()
     assistant = build_assistant("python-docs", "full", generator="extractive")
-    assistant.generator.top_sources = args.top_sources
-    assistant.generator.max_sentences = args.budget     # the shipped rule is compared at the same budget
+    rule = copy.copy(assistant.generator)
+    rule.scorer, rule.top_sources, rule.max_sentences, rule.floor = None, 3, 3, 0.5
+    learned = copy.copy(rule)
+    learned.top_sources = args.top_sources
     questions = load_golden(golden_file("python-docs", "full"), None, split="dev")
-    data = [question_rows(assistant, q) for q in questions]
-    answerable = [d for d in data if d["type"] != "unanswerable"]
-    X = np.vstack([d["X"] for d in data if len(d["y"])])
-    y = np.concatenate([d["y"] for d in data if len(d["y"])])
-    groups = np.concatenate([[k] * len(d["y"]) for k, d in enumerate(data) if len(d["y"])])
-    prob = np.zeros(len(y))
-    folds = GroupKFold(n_splits=5)
-    for train, held in folds.split(X, y, groups):
-        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X[train], y[train])
-        prob[held] = model.predict_proba(X[held])[:, 1]
-    whole = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X, y)
-    weights = dict(zip(SIGNALS, np.round(whole[-1].coef_[0], 3).tolist()))
-    at, shipped_ok, learned_ok, any_ok, best = 0, 0, 0, 0, {}
-    for d in data:
-        n = len(d["y"])
-        pk = prob[at:at + n]
-        at += n
-        best[d["id"]] = float(pk.max()) if n else 0.0
-        if d["type"] == "unanswerable":
-            continue
-        learned = list(np.argsort(-pk, kind="stable")[: args.budget]) if n else []
-        has = lambda idx: facts_present(" ".join(d["texts"][i] for i in idx), tuple(d["facts"]))  # noqa: E731
-        any_ok += bool(n) and has(range(n))
-        shipped_ok += bool(d["shipped"]) and has(d["shipped"])
-        learned_ok += bool(learned) and has(learned)
-    labels = [d["type"] != "unanswerable" for d in data]
-    result = {
-        "split": "dev", "top_sources": args.top_sources, "budget": args.budget,
-        "questions": len(data), "answerable": len(answerable), "candidates": int(len(y)), "positives": int(y.sum()),
-        "facts in the candidates": round(any_ok / len(answerable), 4),
-        "facts in the picks, shipped rule": round(shipped_ok / len(answerable), 4),
-        "facts in the picks, learned (held-out folds)": round(learned_ok / len(answerable), 4),
-        "weights (standardized signals)": weights,
-        "ROC AUC answerable vs not": {
-            "evidence strength": round(roc_auc_score(labels, [d["strength"] for d in data]), 4),
-            "best learned probability": round(roc_auc_score(labels, [best[d["id"]] for d in data]), 4)},
+    rows = [question_rows(assistant, rule, learned, q) | {"set": "docs"} for q in questions]
+    for folder in sorted(f.parent for d in DEV_FOLDERS for f in (PROJECT_ROOT / "evals" / d).glob("*/questions.jsonl")):
+        there = build_assistant(str(folder / "pages"), "small", generator="extractive")
+        here_rule, here_learned = copy.copy(rule), copy.copy(learned)
+        here_rule.embedder = here_learned.embedder = there.generator.embedder
+        here_rule.detector = here_learned.detector = there.generator.detector
+        rows += [question_rows(there, here_rule, here_learned, q) | {"set": folder.name}
+                 for q in load_golden(folder / "questions.jsonl", None)]
+    docs = [r for r in rows if r["set"] == "docs"]
+    folders = [r for r in rows if r["set"] != "docs"]
+    keep = [k for k, r in enumerate(rows) if len(r["y"])]
+    X = np.vstack([rows[k]["X"] for k in keep])
+    y = np.concatenate([rows[k]["y"] for k in keep])
+    groups = np.concatenate([[k] * len(rows[k]["y"]) for k in keep])
+    held = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=5).split(X, y, groups):
+        scaler, model = fit(X[train], y[train])
+        held[test] = model.predict_proba(scaler.transform(X[test]))[:, 1]
+    prob, at = {}, 0
+    for k in keep:
+        prob[k] = held[at:at + len(rows[k]["y"])]
+        at += len(rows[k]["y"])
+
+    def both(chosen) -> dict:
+        """The docs' dev split and the dev folders, apart."""
+        return {"docs": outcome(docs, [chosen[k] for k, r in enumerate(rows) if r["set"] == "docs"]),
+                "folders": outcome(folders, [chosen[k] for k, r in enumerate(rows) if r["set"] != "docs"])}
+
+    base = both([r["rule"] for r in rows])
+    grid = []
+    for t in THRESHOLDS:
+        for w in BUDGETS:
+            probe = SentenceScorer(("x",), (0.0,), (1.0,), (0.0,), 0.0, t, w)
+            chosen = [[r["texts"][i] for i in probe.choose(prob[k], r["words"])] if k in prob else []
+                      for k, r in enumerate(rows)]
+            grid.append({"threshold": t, "words": w} | both(chosen))
+    allowed = [g for g in grid if all(g[s]["unanswerable refused"] >= base[s]["unanswerable refused"] for s in base)
+               and g["docs"]["median words"] <= args.length * base["docs"]["median words"]]
+    best = max(allowed, key=lambda g: (g["docs"]["carried"] + g["folders"]["carried"], -g["words"], g["threshold"]))
+
+    scaler, model = fit(X, y)
+    scorer = SentenceScorer(SIGNALS, tuple(scaler.mean_.round(6).tolist()), tuple(scaler.scale_.round(6).tolist()),
+                            tuple(model.coef_[0].round(6).tolist()), round(float(model.intercept_[0]), 6),
+                            best["threshold"], best["words"])
+    labels = [r["type"] != "unanswerable" for r in rows]
+    best_prob = [float(prob[k].max()) if k in prob else 0.0 for k in range(len(rows))]
+    measured = {
+        "split": "dev, and the dev folders (" + ", ".join(DEV_FOLDERS) + ")", "questions": len(rows),
+        "answerable": sum(labels), "candidates from sources": args.top_sources,
+        "candidates": int(len(y)), "positives": int(y.sum()),
+        "rule (floor 0.5, 3 sources, 3 sentences), before the checks": base,
+        "kept (held-out probabilities), before the checks": best,
+        "length limit": f"median words at most {args.length} x the rule's",
+        "ROC AUC answerable vs not, docs' dev split": {
+            "evidence strength": round(roc_auc_score(labels[:len(docs)], [r["strength"] for r in docs]), 4),
+            "best held-out probability": round(roc_auc_score(labels[:len(docs)], best_prob[:len(docs)]), 4)},
     }
-    print(json.dumps(result, indent=1))
+    scorer = SentenceScorer(scorer.signals, scorer.mean, scorer.scale, scorer.coef, scorer.intercept,
+                            scorer.threshold, scorer.words, measured)
+    print(json.dumps(measured, indent=1))
+    print("weights on standardized signals, largest first:")
+    for name, weight in scorer.weights():
+        print(f"  {weight:+.3f}  {name}")
+    if args.write:
+        scorer.save(args.write)
+        print(f"wrote {args.write}")
     if args.json:
         with atomic_open(args.json) as fh:
-            json.dump(result, fh, indent=1)
+            json.dump(measured | {"grid": grid, "weights": scorer.weights()}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,10 @@ def cmd_ask(args) -> int:
     if answer.refused and answer.unknown_names:
         lines.append(f"(refused: {answer.reason}; the question names what no page contains: {', '.join(answer.unknown_names)})")
     elif answer.refused:
-        lines.append(f"(refused: {answer.reason}; evidence strength {answer.evidence:.3f}, threshold {assistant.threshold})")
+        d = answer.refusal_detail or {}
+        named = {"sentence-floor": "the best sentence's cosine", "sentence-score": "the best sentence's probability"}
+        at = (f"; {named[d['stage']]} {d['value']}, under {d['threshold']}" if d.get("stage") in named else "")
+        lines.append(f"(refused: {answer.reason}{at}; evidence strength {answer.evidence:.3f}, threshold {assistant.threshold})")
     lines.append(f"generator: {answer.generator}")
     _emit(args, answer.to_dict(), lines)
     return 0

@@ -23,3 +23,15 @@ def test_a_known_topic_is_answered_from_heading_aware_chunks(workdir, capsys):
     answer = json.loads(capsys.readouterr().out)
     assert not answer["refused"] and answer["citations"]
     assert all("#" in c["id"] and not c["id"].split("#")[1].isdigit() for c in answer["citations"])   # doc#section ids
+
+
+def test_a_refusal_names_its_stage_and_number(workdir, capsys):
+    import json
+
+    assert main(["ask", "How do I configure retries in boto3?", "--profile", "small", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    detail = answer["refusal_detail"]
+    assert answer["refused"] and detail["stage"] == answer["reason"] == "weak-evidence"
+    assert detail["value"] == round(answer["evidence"], 4) < detail["threshold"] and detail["unknown_names"] == ["boto3"]
+    assert main(["ask", "Which exception does json.loads raise on invalid JSON?", "--profile", "small", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["refusal_detail"] is None
