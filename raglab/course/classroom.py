@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,9 +134,18 @@ def run_student(task: dict) -> dict:
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as fh:
         proc = subprocess.run([sys.executable, "-m", "raglab.course.classroom", json.dumps(task)], env=env,
-                              stdout=fh, stderr=subprocess.STDOUT)
+                              stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     return {"student": Path(task["student_dir"]).name, "returncode": proc.returncode,
             "seconds": round(time.perf_counter() - started, 1), "error": last_line(log) if proc.returncode else ""}
+
+
+def _die_with_parent() -> None:
+    """In a student's process, before it starts: on Linux, be killed when the grading run that started it
+    dies, so a killed run leaves no orphan grading (and writing) the next student beside the resumed run."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
 
 
 def last_line(log: Path) -> str:
