@@ -16,6 +16,7 @@ and p95; it fails unless every request ended within the deadline plus a second a
 is served.
 
     python bench/load.py [--part load|model|both] [--clients 50] [--duration 20] [--max-requests 5000]
+                         [--answer-cache N]   (0: the service without its answer cache, the baseline)
 """
 from __future__ import annotations
 
@@ -129,6 +130,7 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=20.0, help="seconds of load (default 20)")
     p.add_argument("--max-requests", type=int, default=5000)
     p.add_argument("--profile", default="small")
+    p.add_argument("--answer-cache", type=int, default=1024, help="load part: the service's answer cache (0: none)")
     p.add_argument("--ready-timeout", type=float, default=600, help="seconds to wait for start-up (an index build)")
     p.add_argument("--model-clients", type=int, default=16, help="model part: concurrent clients (default 16)")
     p.add_argument("--deadline", type=float, default=2.0, help="model part: the service's deadline, s (default 2)")
@@ -162,7 +164,7 @@ def load_part(args) -> bool:
         trace = Path(tmp) / "asks.jsonl"
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        cmd = serve_command(Path(tmp), port, args.profile, "extractive")
+        cmd = serve_command(Path(tmp), port, args.profile, "extractive", "--answer-cache", str(args.answer_cache))
         t = time.perf_counter()
         with open(Path(tmp) / "server.log", "w+") as log:
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -187,7 +189,7 @@ def load_part(args) -> bool:
           f"generator {health['generator']}, ready in {startup:.1f} s; stopped by SIGTERM to its PID (exit code {proc.returncode})")
     print(f"warm-up: {len(warm['latencies'])} questions one at a time in {warm_s:.1f} s, errors {sum(warm_bad.values())}")
     print(f"load: {args.clients} clients, {len(pairs)} question/token pairs ({len(pairs) // 2} questions, "
-          f"public and premium), {args.duration:.0f} s or {args.max_requests} requests")
+          f"public and premium), {args.duration:.0f} s or {args.max_requests} requests, answer cache {args.answer_cache}")
     print(f"requests   {n}")
     print(f"errors     {sum(bad.values())}" + (f" {dict(bad)}" if bad else ""))
     print(f"throughput {n / result['elapsed']:.1f} req/s over {result['elapsed']:.1f} s")

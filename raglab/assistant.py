@@ -76,6 +76,7 @@ class Answer:
     attributed: bool = False
     unknown_names: list = field(default_factory=list)
     refusal_detail: dict | None = None   # a refusal's stage, and where a number decided it, the number and threshold
+    cached: bool = False                 # served from the answer cache (raglab.answer_cache)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``raglab ask --json``."""
@@ -108,6 +109,7 @@ class Assistant:
         self.trace_path = Path(trace_path) if trace_path else config.work_dir() / "traces" / "asks.jsonl"
         # a learner's citation check (text, number of sources -> the forged numbers), in place of the rule's
         self.citation_check = citation_check
+        self.answer_cache = None      # a raglab.answer_cache.AnswerCache, when answers are served again (the API)
 
     @property
     def mode(self) -> str:
@@ -123,7 +125,30 @@ class Assistant:
         return hits, dense_evidence(self.retriever.signals.get("top_dense", 0.0), unknown), unknown
 
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
-        """Answer ``question`` for a user with these access groups (public is always included)."""
+        """Answer ``question`` for a user with these access groups (public is always included); with an
+        ``answer_cache``, an answer already given for the same key is served again (``cached``)."""
+        answer = self.cached(question, user)
+        if answer is None:
+            answer = self._ask(question, user)
+            if self.answer_cache is not None:
+                self.answer_cache.put(self.answer_cache.key(self, question, user), self.retriever.index.version, answer)
+        return answer
+
+    def cached(self, question: str, user: tuple[str, ...] | None = None) -> Answer | None:
+        """The answer cache's answer for this question and user (traced, marked ``cached``), or None."""
+        cache = self.answer_cache
+        if cache is None:
+            return None
+        started = time.perf_counter()
+        answer = cache.get(cache.key(self, question, user), self.retriever.index.version)
+        if answer is None:
+            return None
+        answer.question, answer.cached = question, True
+        answer.timings_ms = {"cache": round((time.perf_counter() - started) * 1000, 2)}
+        self._trace(answer, user, None)
+        return answer
+
+    def _ask(self, question: str, user: tuple[str, ...] | None) -> Answer:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         hits, strength, unknown = self.retrieve(question, user)

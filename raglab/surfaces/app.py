@@ -53,6 +53,7 @@ from markdown_it import MarkdownIt
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from raglab import config
+from raglab.answer_cache import AnswerCache
 from raglab.assistant import build_assistant
 from raglab.generate import GeneratorUnavailable, whole_sentences
 from raglab.surfaces import guard
@@ -472,13 +473,15 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
 
 def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, tokens_file: str | Path | None = None,
                max_body: int = DEFAULT_MAX_BODY, *, loader: Callable | None = None, corpus: str = "python-docs",
-               profile: str | None = None, queue_size: int | None = None, deadline_s: float | None = None) -> FastAPI:
+               profile: str | None = None, queue_size: int | None = None, deadline_s: float | None = None,
+               answer_cache: int = 1024) -> FastAPI:
     """The HTTP app over ``assistant``, or over the one ``loader()`` returns at start-up (by default
     ``build_assistant(corpus, profile)``, with the chunking the corpus's threshold was chosen on).
 
     ``tokens`` (``{token: [group, ...]}``) wins over ``tokens_file``, which wins over ``$RAGLAB_TOKENS``
     and ``config/tokens.json``; they are read now, so a missing file fails here and not on a request.
     ``queue_size`` and ``deadline_s`` default to ``$RAGLAB_QUEUE_SIZE`` and ``$RAGLAB_DEADLINE_S`` (64, 30 s).
+    ``answer_cache``: answers kept to serve again without the queue (``raglab.answer_cache``; 0: none).
     """
     caller = Caller(parse_tokens(tokens, "tokens") if tokens is not None else load_tokens(tokens_file))
     loader = loader or assistant_loader(corpus, profile)
@@ -495,6 +498,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
             # while served, the generator has no retries inside a deadline, each model call ends by the
             # request's deadline, and a model server's error is one line (raglab.surfaces.guard)
             own, a.generator = a.generator, guard.guarded(a.generator, retries=0)
+            a.answer_cache = AnswerCache(answer_cache) if answer_cache else None
             app.state.assistant, app.state.worker = a, worker
             index = a.retriever.index
             log.info("raglab: index %s loaded (%d chunks, generator %s); queue %d, deadline %g s",
@@ -503,7 +507,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         finally:
             worker.shutdown()
             if own is not None:
-                a.generator = own
+                a.generator, a.answer_cache = own, None
 
     app = FastAPI(title="raglab", summary="Cited answers from the documentation", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)
@@ -554,7 +558,10 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
 
     @app.post("/ask")
     async def ask(body: AskRequest, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
-        answer = await request.app.state.worker.run(request.app.state.assistant.ask, body.question, user or None)
+        a = request.app.state.assistant
+        answer = a.cached(body.question, user or None)     # an answer given before is served without the queue
+        if answer is None:
+            answer = await request.app.state.worker.run(a.ask, body.question, user or None)
         return {"answer": answer.answer,
                 "answer_html": markdown_answer(answer.answer, answer.citations, answer.refused),
                 "citations": [{"n": c.n, "id": c.id, "doc": c.doc,
@@ -583,7 +590,10 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         index = a.retriever.index
         return {"status": "ok", "index_version": index.version, "chunks": int(index.allowed(user or None).sum()),
                 "generator": _generator_name(a), "queue": {"size": worker.queue_size, "pending": worker.pending},
-                "deadline_s": worker.deadline_s}
+                "deadline_s": worker.deadline_s,
+                "answer_cache": None if a.answer_cache is None else {
+                    "size": a.answer_cache.size, "held": len(a.answer_cache), "hits": a.answer_cache.hits,
+                    "misses": a.answer_cache.misses}}
 
     @app.get("/", response_class=HTMLResponse)
     async def page():
@@ -599,11 +609,12 @@ def _generator_name(assistant) -> str:
 def serve(port: int = 8000, corpus: str = "python-docs", profile: str | None = None, settings=None,
           generator: str | None = None, tokens_file: str | Path | None = None, max_body: int = DEFAULT_MAX_BODY,
           trace_path: str | Path | None = None, log_level: str = "info", queue_size: int | None = None,
-          deadline_s: float | None = None) -> None:
+          deadline_s: float | None = None, answer_cache: int = 1024) -> None:
     """Run the app with uvicorn on 127.0.0.1:``port`` (never another interface) until interrupted."""
     import uvicorn  # lazy: only when serving
 
     app = create_app(tokens_file=tokens_file, max_body=max_body, queue_size=queue_size, deadline_s=deadline_s,
+                     answer_cache=answer_cache,
                      loader=assistant_loader(corpus, profile, settings, generator, trace_path))
     uvicorn.run(app, host=HOST, port=port, log_level=log_level, proxy_headers=False, server_header=False)
 

@@ -1,0 +1,103 @@
+"""A bounded cache of answers, keyed by everything that can change one.
+
+The key (``AnswerCache.key``) is the question normalized (Unicode NFKC, case folded, runs of spaces as one,
+a trailing question mark or full stop dropped), the user's access groups (sorted, public always in), the
+index version, and the assistant's settings: the retriever mode, top k, refusal threshold and text, the
+generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights).
+Two users with different groups never share an entry, so a premium user's answer is never served to a
+public user asking the same words. The cache is emptied when it sees another index version (a reindex),
+holds at most ``size`` answers (least recently used out first) and is safe to use from several threads.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
+
+PUBLIC = "public"
+_SPACES = re.compile(r"\s+")
+
+
+def normalized(question: str) -> str:
+    """The question as the cache compares it.
+
+    >>> normalized("  How do I  SORT a list? ") == normalized("how do i sort a list")
+    True
+    """
+    text = _SPACES.sub(" ", unicodedata.normalize("NFKC", question).casefold()).strip()
+    return text.rstrip("?.!？。 ").strip()
+
+
+def _plain(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(map(_plain, value))
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def settings_of(generator) -> dict:
+    """The generator's name and its plain settings (what a change of which changes its answers)."""
+    out = {"name": getattr(generator, "name", type(generator).__name__), "type": type(generator).__name__}
+    for attr, value in sorted(vars(generator).items()):
+        if _plain(value):
+            out[attr] = value
+        elif attr == "scorer" and value is not None:
+            out[attr] = repr(value)
+    return out
+
+
+class AnswerCache:
+    """At most ``size`` answers; ``get``/``put`` by ``key``; emptied when the index version changes."""
+
+    def __init__(self, size: int = 1024):
+        if size < 1:
+            raise ValueError(f"answer cache size {size}: must be at least 1")
+        self.size, self.version = size, None
+        self._entries: OrderedDict[str, object] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def key(self, assistant, question: str, user) -> str:
+        groups = sorted(set(user or ()) | {PUBLIC})
+        parts = {"question": normalized(question), "groups": groups, "index": assistant.retriever.index.version,
+                 "mode": assistant.mode, "k": assistant.k, "threshold": assistant.threshold,
+                 "refusal": assistant.refusal, "attribution": assistant.attribution,
+                 "generator": settings_of(assistant.generator)}
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
+
+    def _see(self, version: str) -> None:
+        if version != self.version:      # a reindex: nothing cached for the old index is served again
+            self._entries.clear()
+            self.version = version
+
+    def get(self, key: str, version: str):
+        """A copy of the cached answer, or None."""
+        with self._lock:
+            self._see(version)
+            answer = self._entries.get(key)
+            if answer is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return copy.deepcopy(answer)
+
+    def put(self, key: str, version: str, answer) -> None:
+        with self._lock:
+            self._see(version)
+            self._entries[key] = copy.deepcopy(answer)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

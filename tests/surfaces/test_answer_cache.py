@@ -1,0 +1,86 @@
+"""The answer cache (issue 35): a premium answer is never served to a public user asking the same words, a
+reindex empties it, a change of any setting misses it, it holds at most its size, and the trace says when an
+answer came from it. Over the help-center index of conftest."""
+import copy
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from raglab.answer_cache import AnswerCache, normalized
+from raglab.assistant import Assistant
+from raglab.generate import ExtractiveGenerator
+from raglab.surfaces.app import create_app
+from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
+
+
+@pytest.fixture()
+def assistant(retriever, embedder, tmp_path):
+    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, trace_path=tmp_path / "asks.jsonl")
+    a.answer_cache = AnswerCache(8)
+    return a
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_premium_answer_is_never_served_to_a_public_user(assistant):
+    with TestClient(create_app(assistant, tokens=TOKENS)) as client:
+        ask = lambda who: client.post("/ask", json={"question": PHONE_QUESTION}, headers=who).json()  # noqa: E731
+        premium = ask(PREMIUM)
+        assert any(f in premium["answer"] for f in PREMIUM_FACTS)
+        for _ in range(3):                          # the public user asks the same words, again and again
+            public = ask(PUBLIC)
+            assert not any(f in public["answer"] for f in PREMIUM_FACTS), public["answer"]
+        assert ask(PREMIUM) == premium              # and the premium user is served its own answer again
+        stats = client.get("/health", headers=PREMIUM).json()["answer_cache"]
+    assert (stats["held"], stats["hits"]) == (2, 3)   # one entry per group set; the repeats were hits
+    lines = _lines(assistant.trace_path)
+    assert [(line["user_groups"], line["cached"]) for line in lines] == \
+        [(["premium", "public"], False), (["public"], False), (["public"], True), (["public"], True),
+         (["premium", "public"], True)]
+
+
+def test_the_trace_says_cached_and_the_answer_is_the_same(assistant):
+    first = assistant.ask("How do I reset my password?")
+    again = assistant.ask("  how do I RESET my password ")
+    assert again.cached and not first.cached
+    assert again.question == "  how do I RESET my password "
+    assert (again.answer, again.citations, again.refused, again.reason, again.retrieved) == \
+        (first.answer, first.citations, first.refused, first.reason, first.retrieved)
+    again.citations.clear()                           # a served copy cannot change what is cached
+    assert assistant.ask("How do I reset my password?").citations == first.citations
+    assert [line["cached"] for line in _lines(assistant.trace_path)] == [False, True, True]
+
+
+def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
+    cache = assistant.answer_cache
+    key = cache.key(assistant, "How do I reset my password?", None)
+    assert cache.key(assistant, "how do i reset my password", ("public",)) == key
+    assert cache.key(assistant, "How do I reset my password?", ("premium",)) != key
+    assert cache.key(assistant, "How do I reset my passwords?", None) != key
+    for change in (lambda a: setattr(a, "threshold", 0.5), lambda a: setattr(a, "k", 3),
+                   lambda a: setattr(a.generator, "floor", 0.4), lambda a: setattr(a.generator, "max_sentences", 4),
+                   lambda a: setattr(a, "refusal", "No.")):
+        other = copy.copy(assistant)
+        other.generator = copy.copy(assistant.generator)
+        change(other)
+        assert cache.key(other, "How do I reset my password?", None) != key
+
+
+def test_a_reindex_empties_it_and_it_holds_at_most_its_size():
+    cache = AnswerCache(2)
+    for k in "abc":
+        cache.put(k, "v1", {"answer": k})
+    assert cache.get("a", "v1") is None and cache.get("b", "v1") == {"answer": "b"}   # the oldest went first
+    cache.put("d", "v1", {"answer": "d"})                                              # b was used: c goes
+    assert cache.get("c", "v1") is None and cache.get("b", "v1") is not None
+    assert cache.get("b", "v2") is None and len(cache) == 0                            # another index version
+    with pytest.raises(ValueError, match="answer cache size 0"):
+        AnswerCache(0)
+
+
+def test_the_question_is_compared_normalized():
+    assert normalized("Wie lange gilt der Link？") == normalized("wie lange gilt der link")
+    assert normalized("sort a list") != normalized("sort a dict")
