@@ -3,8 +3,12 @@
 Part ``load``: starts ``raglab serve`` (help-center corpus, small profile, extractive generator) in a
 subprocess on a free port of 127.0.0.1, asks every question once to warm the caches, then runs
 ``--clients`` concurrent clients for ``--duration`` seconds or ``--max-requests`` requests, whichever
-comes first, and stops the server by its PID. Prints requests, errors (anything but a 200; must be 0),
-throughput, latency percentiles, refusals, and how many public answers contain a premium-only fact (must be 0).
+comes first, and stops the server by its PID. Four runs, each on a server of its own: one worker and
+``--workers`` (default: the cores), each with a stream of distinct questions (numbered variants of the
+golden ones: no answer-cache hit) and with the repeated mix. Prints, per run, requests, errors (anything but
+a 200; must be 0), throughput, latency percentiles, refusals, how many public answers contain a
+premium-only fact (must be 0), trace lines against requests (must be equal) and each process's resident
+memory; then the N-worker figures over the one-worker ones.
 
 Part ``model``: the same service with the OpenAI-compatible generator pointed at a stand-in model server
 (``raglab.surfaces.fakemodel``, started here on 127.0.0.1 and stopped here) and ``--deadline`` / ``--queue-size``.
@@ -131,6 +135,8 @@ def main() -> int:
     p.add_argument("--max-requests", type=int, default=5000)
     p.add_argument("--profile", default="small")
     p.add_argument("--answer-cache", type=int, default=1024, help="load part: the service's answer cache (0: none)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="load part: the service's worker processes, measured beside one (default: the cores)")
     p.add_argument("--ready-timeout", type=float, default=600, help="seconds to wait for start-up (an index build)")
     p.add_argument("--model-clients", type=int, default=16, help="model part: concurrent clients (default 16)")
     p.add_argument("--deadline", type=float, default=2.0, help="model part: the service's deadline, s (default 2)")
@@ -157,24 +163,76 @@ def serve_command(tmp: Path, port: int, profile: str, generator: str, *extra: st
             "--trace", str(tmp / "asks.jsonl"), "--log-level", "warning", *extra]
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, MB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of a process (Linux /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(t) for t in text]
+    return out
+
+
+def distinct(pairs: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
+    """``n`` questions no cache has seen: the golden ones, each asked as a numbered variant."""
+    return [(f"{q.rstrip('?')} (variant {i // len(pairs) + 1})?", token)
+            for i, (q, token) in zip(range(n), itertools.cycle(pairs))]
+
+
 def load_part(args) -> bool:
-    """The extractive generator under ``--clients`` clients; True when something failed."""
+    """The extractive generator under ``--clients`` clients, on one worker and on ``--workers``, for distinct
+    questions and for the repeated mix; True when something failed."""
     pairs = workload(ROOT / "evals" / "helpcenter_golden.jsonl")
+    fresh = distinct(pairs, args.max_requests + len(pairs))
+    runs = [("distinct questions", 1, fresh), ("distinct questions", args.workers, fresh),
+            ("repeated mix", 1, pairs), ("repeated mix", args.workers, pairs)]
+    if args.workers == 1:
+        runs = runs[::2]
+    print(f"load: {args.clients} clients, {args.duration:.0f} s or {args.max_requests} requests a run; "
+          f"{len(pairs)} question/token pairs ({len(pairs) // 2} questions, public and premium) in the repeated "
+          f"mix (every one asked once first: the rest are answer-cache hits), numbered variants of them in "
+          f"the distinct stream; answer cache {args.answer_cache}")
+    print("| stream | workers | requests | errors | req/s | p50 ms | p95 ms | max ms | refused | premium leaks | "
+          "traces | RSS MB (parent; workers) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    failed, figures = False, {}
+    for stream, workers, questions in runs:
+        one = load_run(args, workers, stream, pairs if stream == "repeated mix" else questions[len(pairs):],
+                       warm=pairs if stream == "repeated mix" else questions[:len(pairs)])
+        failed |= one["failed"]
+        figures[(stream, workers)] = one
+    for stream in ("distinct questions", "repeated mix"):
+        if args.workers > 1:
+            a, b = figures[(stream, 1)], figures[(stream, args.workers)]
+            print(f"{stream}: {args.workers} workers / 1 worker: throughput {b['rps'] / a['rps']:.2f}x, "
+                  f"p95 {b['p95'] / a['p95']:.2f}x")
+    return failed
+
+
+def load_run(args, workers: int, stream: str, questions, warm) -> dict:
+    """One server (``workers`` processes), warmed with ``warm`` one at a time, then ``questions`` under load."""
     with tempfile.TemporaryDirectory(prefix="raglab-load-") as tmp:
         trace = Path(tmp) / "asks.jsonl"
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        cmd = serve_command(Path(tmp), port, args.profile, "extractive", "--answer-cache", str(args.answer_cache))
+        cmd = serve_command(Path(tmp), port, args.profile, "extractive", "--answer-cache", str(args.answer_cache),
+                            "--workers", str(workers))
         t = time.perf_counter()
         with open(Path(tmp) / "server.log", "w+") as log:
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
             try:
-                health = asyncio.run(wait_ready(base, proc, args.ready_timeout))
+                asyncio.run(wait_ready(base, proc, args.ready_timeout))
                 startup = time.perf_counter() - t
-                t = time.perf_counter()
-                warm = asyncio.run(run(base, pairs, 1, 3600, len(pairs)))
-                warm_s = time.perf_counter() - t
-                result = asyncio.run(run(base, pairs, args.clients, args.duration, args.max_requests))
+                warmed = asyncio.run(run(base, warm, 1, 3600, len(warm)))
+                memory = [rss_mb(proc.pid)] + [rss_mb(c) for c in children(proc.pid)]
+                result = asyncio.run(run(base, questions, args.clients, args.duration, args.max_requests))
             finally:
                 stop(proc)
                 log.seek(0)
@@ -184,23 +242,18 @@ def load_part(args) -> bool:
     lat = result["latencies"]
     n = len(lat)
     bad = {k: v for k, v in result["statuses"].items() if k != 200}
-    warm_bad = {k: v for k, v in warm["statuses"].items() if k != 200}
-    print(f"server: pid {proc.pid} on {base}, index {health['index_version']} ({health['chunks']} chunks), "
-          f"generator {health['generator']}, ready in {startup:.1f} s; stopped by SIGTERM to its PID (exit code {proc.returncode})")
-    print(f"warm-up: {len(warm['latencies'])} questions one at a time in {warm_s:.1f} s, errors {sum(warm_bad.values())}")
-    print(f"load: {args.clients} clients, {len(pairs)} question/token pairs ({len(pairs) // 2} questions, "
-          f"public and premium), {args.duration:.0f} s or {args.max_requests} requests, answer cache {args.answer_cache}")
-    print(f"requests   {n}")
-    print(f"errors     {sum(bad.values())}" + (f" {dict(bad)}" if bad else ""))
-    print(f"throughput {n / result['elapsed']:.1f} req/s over {result['elapsed']:.1f} s")
-    print(f"latency    p50 {percentile(lat, 50) * 1000:.0f} ms, p95 {percentile(lat, 95) * 1000:.0f} ms, "
-          f"max {max(lat) * 1000:.0f} ms")
-    print(f"refused    {result['refused']} of {n}; premium facts in public answers: {result['leaks']}")
-    print(f"traces     {traced} lines (warm-up + load = {len(warm['latencies']) + n})")
-    failed = bool(bad or warm_bad or result["leaks"] or proc.returncode not in (0, -signal.SIGTERM))
+    warm_bad = {k: v for k, v in warmed["statuses"].items() if k != 200}
+    p50, p95 = percentile(lat, 50) * 1000, percentile(lat, 95) * 1000
+    # with one worker the server process answers; with more, its children (spawned workers and a tracker) do
+    rss = f"{memory[0]:.0f}" if workers == 1 else f"{memory[0]:.0f}; " + ", ".join(f"{m:.0f}" for m in memory[1:])
+    print(f"| {stream} | {workers} | {n} | {sum(bad.values())}{' ' + str(dict(bad)) if bad else ''} | "
+          f"{n / result['elapsed']:.1f} | {p50:.0f} | {p95:.0f} | {max(lat) * 1000:.0f} | {result['refused']} | "
+          f"{result['leaks']} | {traced} of {len(warmed['latencies']) + n} | {rss} |")
+    failed = bool(bad or warm_bad or result["leaks"] or proc.returncode not in (0, -signal.SIGTERM)
+                  or traced != len(warmed["latencies"]) + n)
     if failed and errors_text:
-        print(errors_text[-3000:], file=sys.stderr)
-    return failed
+        print(f"(server ready in {startup:.1f} s, exit code {proc.returncode})\n" + errors_text[-3000:], file=sys.stderr)
+    return {"failed": failed, "rps": n / result["elapsed"], "p95": p95}
 
 
 # ---------------------------------------------------------------- a slow or failing model

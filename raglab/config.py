@@ -38,6 +38,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_TOKENS", None, "bearer tokens file for `raglab serve` (default: config/tokens.json)"),
     Setting("RAGLAB_HOSTED_BASE_URL", None, "a hosted OpenAI-compatible endpoint measured by the cost experiment"),
     Setting("RAGLAB_QUEUE_SIZE", "64", "`raglab serve`: questions that may wait for the worker; one more gets 503 + Retry-After"),
+    Setting("RAGLAB_SERVE", None, "set by `raglab serve --workers N` for its worker processes: the service's options (JSON); not for users"),
     Setting("RAGLAB_DEADLINE_S", "30", "`raglab serve`: seconds a request may take, model call and retries included (then 503)"),
     Setting("RAGLAB_TRACE_MAX_BYTES", "10000000", "size at which a trace file (owner-only) is rotated"),
     Setting("RAGLAB_TRACE_KEEP", "5", "rotated trace files kept"),
@@ -118,3 +119,10 @@ def small_profile_pages() -> list[str]:
 def artifacts_dir() -> Path:
     """Where notebooks save milestone artifacts: ``$RAGLAB_ARTIFACTS`` or ``build/artifacts``."""
     return Path(get("RAGLAB_ARTIFACTS") or PROJECT_ROOT / "build" / "artifacts")
+
+
+def thread_env(processes: int) -> dict[str, str]:
+    """The environment that gives each of ``processes`` processes sharing this machine its share of the cores
+    for torch's and the tokenizers' threads (one each at least), so that they do not oversubscribe it."""
+    threads = str(max(1, (os.cpu_count() or 1) // processes))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}

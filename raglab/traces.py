@@ -9,6 +9,7 @@ write from one thread.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -72,17 +73,34 @@ def append(path: str | Path, record: dict) -> None:
     limit, n_keep = max_bytes(), keep()
     with _LOCK:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        if size and size + len(line) > limit:
-            rotate(path, n_keep)
-        fd = _open_private(path)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        with _across_processes(path):    # the worker processes of raglab serve --workers share the file
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size and size + len(line) > limit:
+                rotate(path, n_keep)
+            fd = _open_private(path)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+
+@contextlib.contextmanager
+def _across_processes(path: Path):
+    """An exclusive lock on the trace's folder while held (POSIX ``flock``; no file is added)."""
+    try:
+        import fcntl
+    except ImportError:            # not POSIX: one process writes
+        yield
+        return
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def files(path: str | Path) -> list[Path]:

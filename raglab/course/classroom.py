@@ -195,8 +195,7 @@ def grade_class(class_dir: str | Path, out: str | Path, folder: Path | None = No
     model = "live" if live_model else "recorded"
     env = {} if live_model else {"RAGLAB_RECORDED": config.get("RAGLAB_RECORDED") or str(out / "recorded")}
     if jobs > 1 and not scheduler:   # N students at a time share the cores: one thread each, not N x all
-        threads = str(max(1, (os.cpu_count() or 1) // jobs))
-        env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, TOKENIZERS_PARALLELISM="false")
+        env.update(config.thread_env(jobs))
     keys = {s.name: submission_key(s, stems, source, model) for s in students}
     todo = [s for s in students if read_record(out / "students" / s.name, keys[s.name]) is None]
     (out / "students").mkdir(exist_ok=True)

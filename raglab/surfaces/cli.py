@@ -334,7 +334,7 @@ def cmd_llm_serve(args) -> int:
 def cmd_serve(args) -> int:
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline,
-          answer_cache=args.answer_cache)
+          answer_cache=args.answer_cache, workers=args.workers)
     return 0
 
 
@@ -572,6 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="questions that may wait for the worker; one more is a 503 (default $RAGLAB_QUEUE_SIZE or 64)")
     srv.add_argument("--deadline", type=float, metavar="S",
                      help="seconds a request may take, model call included; then 503 (default $RAGLAB_DEADLINE_S or 30)")
+    srv.add_argument("--workers", type=int, metavar="N",
+                     help="processes answering at once, each with the index loaded (default: the machine's cores)")
     srv.add_argument("--answer-cache", type=int, default=1024, metavar="N",
                      help="answers kept to serve again, per question, groups, index and settings (0: none; default 1024)")
     srv.add_argument("--log-level", default="info")

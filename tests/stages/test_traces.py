@@ -99,3 +99,27 @@ def test_an_unwritable_trace_never_fails_the_answer(retriever, embedder, tmp_pat
     assert all(not ans.refused and ans.citations for ans in answers)
     warned = [r for r in caplog.records if "cannot write the trace" in r.getMessage()]
     assert len(warned) == 1 and str(blocker) in warned[0].getMessage()
+
+
+def _append_many(path, who, n):
+    for i in range(n):
+        traces.append(path, {"who": who, "i": i, "pad": "x" * 200})
+
+
+def test_processes_sharing_a_trace_lose_and_tear_no_line(tmp_path, monkeypatch):
+    """raglab serve --workers: processes append to one trace and rotate it; every line is whole and kept."""
+    import multiprocessing
+
+    monkeypatch.setenv("RAGLAB_TRACE_MAX_BYTES", "20000")
+    monkeypatch.setenv("RAGLAB_TRACE_KEEP", "50")
+    path = tmp_path / "asks.jsonl"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_many, args=(path, w, 300)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    lines = [json.loads(line) for f in traces.files(path) for line in f.read_text().splitlines()]
+    assert sorted((r["who"], r["i"]) for r in lines) == [(w, i) for w in range(3) for i in range(300)]
+    assert len(traces.files(path)) > 3 and all(f.stat().st_size <= 20000 for f in traces.files(path))
