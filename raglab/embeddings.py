@@ -53,6 +53,7 @@ import numpy as np
 from raglab import config
 from raglab.chunking import load_tokenizer, token_lengths
 from raglab.config import work_dir
+from raglab.minilm import MiniLM
 from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, model_location, quiet_loading
 from raglab.progress import progress_bar
 
@@ -279,6 +280,7 @@ class Embedder:
         self.cache_id = cache_id(self.model_id, self.precision)
         self.cache = EmbeddingCache() if cache is True else None if cache is None or cache is False else cache
         self._model = None
+        self._light = None          # raglab.minilm.MiniLM: the packaged model's forward pass in plain torch
         self._tokenizer = None
         self._dim, self._max_tokens = _packaged_dims() if self.packaged else (None, None)
         self.last_stats: dict = {}
@@ -338,13 +340,19 @@ class Embedder:
         the same whatever the other rows are."""
         import torch  # lazy: torch takes seconds to import
 
-        features = self.model.tokenizer(texts, padding="max_length", truncation=True, max_length=length,
-                                        return_tensors="pt")
         device_type = str(self.device).split(":")[0]
         ctx = (torch.autocast(device_type, dtype=torch.bfloat16) if self.precision == "bfloat16"
                else contextlib.nullcontext())
-        with torch.inference_mode(), ctx:
-            out = self.model({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
+        if self.packaged and device_type == "cpu" and self._model is None:
+            # the same vectors without importing sentence-transformers (raglab.minilm: seconds at a cold start)
+            self._light = self._light or MiniLM()
+            with torch.inference_mode(), ctx:
+                out = self._light.forward(texts, length)
+        else:
+            features = self.model.tokenizer(texts, padding="max_length", truncation=True, max_length=length,
+                                            return_tensors="pt")
+            with torch.inference_mode(), ctx:
+                out = self.model({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
         vectors = out.float().cpu().numpy()
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-12)
 
