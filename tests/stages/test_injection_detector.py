@@ -324,3 +324,26 @@ def test_a_flagged_sentence_takes_its_paragraph_neighbours_with_it_across_a_chun
     from raglab.generate import Source
     bare = [Source(1, sources[0].chunk), Source(2, sources[1].chunk)]
     assert any("Ohio" in q.plain for q in gen.candidates(bare))
+
+
+def test_the_ngram_features_are_scikit_learns_hashing_vectorizer():
+    """ngram_features hashes with mmh3 so that a cold start does not import scikit-learn: the matrix is exactly
+    HashingVectorizer's (the reference) on the bundled training sentences and on edge cases."""
+    from pathlib import Path
+
+    from scipy.sparse import hstack
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from raglab.injection import HASH_BITS, NGRAMS, ngram_features, normalize
+
+    folder = Path(__file__).resolve().parents[2] / "raglab" / "resources"
+    sentences = [json.loads(line)["text"] for name in ("instruction_sentences.jsonl", "docs_negatives.jsonl")
+                 for line in (folder / name).read_text(encoding="utf-8").splitlines()[:1500]]
+    sentences += ["", "   ", "a", "Ü ß ǅ ﬁ", "x\ty\n\nz", "中文句子没有空格", "emoji 🙂 here", "ab  c d"]
+    want = hstack([HashingVectorizer(analyzer=a, ngram_range=n, n_features=2 ** HASH_BITS, alternate_sign=False,
+                                     preprocessor=normalize).transform(sentences) for a, n in NGRAMS]).tocsr()
+    got = ngram_features(sentences)
+    want.sort_indices()
+    got.sort_indices()
+    assert got.shape == want.shape and (got != want).nnz == 0
+    assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)
