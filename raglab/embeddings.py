@@ -310,6 +310,10 @@ class Embedder:
         name = str(minilm_path()) if self.packaged else model_location(self.model_id)
         return SentenceTransformer(name, device=self.device)
 
+    def _load_light(self):
+        """The packaged model's forward pass in plain torch (``raglab.minilm``), for the CPU."""
+        return MiniLM()
+
     @property
     def dim(self) -> int:
         """The vector dimension (384 for MiniLM, known without loading it)."""
@@ -345,7 +349,7 @@ class Embedder:
                else contextlib.nullcontext())
         if self.packaged and device_type == "cpu" and self._model is None:
             # the same vectors without importing sentence-transformers (raglab.minilm: seconds at a cold start)
-            self._light = self._light or MiniLM()
+            self._light = self._light or self._load_light()
             with torch.inference_mode(), ctx:
                 out = self._light.forward(texts, length)
         else:

@@ -12,7 +12,9 @@ and nothing else. A chunk the caller may not see is a 404, exactly like one that
 
 The assistant and its index load once, at start-up, and every question runs on one worker thread
 (the retriever keeps per-call timings and the embedding cache is an SQLite connection), so the
-event loop stays free for ``/health`` and for queueing while a question is answered.
+event loop stays free for ``/health`` and for queueing while a question is answered. An answer the
+answer cache holds is served from the event loop, before the queue. ``serve(workers=N)`` runs N such
+processes on one port (``worker_app``), each loading its own assistant.
 
 A slow or failing model must not hold every caller: at most ``queue_size`` questions wait for the
 worker (``$RAGLAB_QUEUE_SIZE``, default 64; one more is a 503 with ``Retry-After``), and each request

@@ -90,6 +90,7 @@ def test_second_call_is_all_hits_and_never_calls_the_model(cache, monkeypatch):
     assert embedder.last_stats["hits"] == 6 and embedder.last_stats["misses"] == 0
     np.testing.assert_array_equal(first, second)
     monkeypatch.setattr(Embedder, "_load", refuse)       # a new embedder on a warm cache never loads the model
+    monkeypatch.setattr(Embedder, "_load_light", refuse)   # nor its plain-torch forward pass
     fresh = Embedder(cache=EmbeddingCache(cache.path))
     np.testing.assert_array_equal(fresh.encode(SHORT), first)
     assert fresh._model is None and len(fresh.cache) == 6
@@ -198,6 +199,7 @@ def test_query_over_the_token_limit_warns(cache, chunk_texts):
 
 def test_empty_input_needs_no_model(cache, monkeypatch):
     monkeypatch.setattr(Embedder, "_load", refuse)
+    monkeypatch.setattr(Embedder, "_load_light", refuse)   # nor its plain-torch forward pass
     embedder = Embedder(cache=cache)
     assert embedder.encode([]).shape == (0, 384) and embedder.last_stats["texts"] == 0
 

@@ -70,6 +70,7 @@ def test_each_precision_has_its_own_cache_key(tmp_path, monkeypatch):
     under ``all-MiniLM-L6-v2@float32+pad16``: neither is served for the other, nor are vectors cached
     before the padding rule (under the bare model id or ``model@bfloat16``)."""
     monkeypatch.setattr(Embedder, "_load", refuse)
+    monkeypatch.setattr(Embedder, "_load_light", refuse)   # nor its plain-torch forward pass
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     bf16 = Embedder(cache=cache, precision="bfloat16")
     fp32 = Embedder(cache=cache, precision="float32")
