@@ -2,8 +2,8 @@
 
 The key (``AnswerCache.key``) is the question normalized (Unicode NFKC, case folded, runs of spaces as one,
 a trailing question mark or full stop dropped), the user's access groups (sorted, public always in), the
-index version, and the assistant's settings: the retriever mode, top k, refusal threshold and text, the
-generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights).
+index version, and the assistant's settings: the retriever mode, its levers and reranker, top k, refusal
+threshold and text, the generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights).
 Two users with different groups never share an entry, so a premium user's answer is never served to a
 public user asking the same words. The cache is emptied when it sees another index version (a reindex),
 holds at most ``size`` answers (least recently used out first) and is safe to use from several threads.
@@ -67,6 +67,8 @@ class AnswerCache:
         parts = {"question": normalized(question), "groups": groups, "index": assistant.retriever.index.version,
                  "mode": assistant.mode, "k": assistant.k, "threshold": assistant.threshold,
                  "refusal": assistant.refusal, "attribution": assistant.attribution,
+                 "levers": repr(assistant.retriever.levers),
+                 "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
                  "generator": settings_of(assistant.generator)}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 

@@ -127,20 +127,25 @@ class Assistant:
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
         """Answer ``question`` for a user with these access groups (public is always included); with an
         ``answer_cache``, an answer already given for the same key is served again (``cached``)."""
-        answer = self.cached(question, user)
+        cache = self.answer_cache
+        if cache is None:
+            return self._ask(question, user)
+        key = cache.key(self, question, user)
+        answer = self._cached(key, question, user)
         if answer is None:
             answer = self._ask(question, user)
-            if self.answer_cache is not None:
-                self.answer_cache.put(self.answer_cache.key(self, question, user), self.retriever.index.version, answer)
+            cache.put(key, self.retriever.index.version, answer)
         return answer
 
     def cached(self, question: str, user: tuple[str, ...] | None = None) -> Answer | None:
         """The answer cache's answer for this question and user (traced, marked ``cached``), or None."""
-        cache = self.answer_cache
-        if cache is None:
+        if self.answer_cache is None:
             return None
+        return self._cached(self.answer_cache.key(self, question, user), question, user)
+
+    def _cached(self, key: str, question: str, user) -> Answer | None:
         started = time.perf_counter()
-        answer = cache.get(cache.key(self, question, user), self.retriever.index.version)
+        answer = self.answer_cache.get(key, self.retriever.index.version)
         if answer is None:
             return None
         answer.question, answer.cached = question, True

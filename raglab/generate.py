@@ -33,7 +33,7 @@ from raglab.injection import (  # noqa: F401 -- normalize re-exported
     script_of,
     visible_text,
 )
-from raglab.selection import sentence_signals
+from raglab.selection import budget_words, sentence_signals
 from raglab.text import MAX_SENTENCES, clean, paragraphs, sentence_spans, sentences
 
 REFUSAL = config.get("RAGLAB_REFUSAL")
@@ -706,7 +706,7 @@ class ExtractiveGenerator:
         if self.scorer is not None:
             out["signals"] = sentence_signals(cos, score, lex[0], candidates, sources)
             out["probability"] = prob = self.scorer.probability(out["signals"])
-            out["chosen"] = self.scorer.choose(prob, [len(c.plain.split()) for c in candidates])
+            out["chosen"] = self.scorer.choose(prob, [budget_words(c) for c in candidates])
             if not out["chosen"]:
                 out["refusal"] = {"stage": "sentence-score", "value": round(float(prob.max()), 4),
                                   "threshold": self.scorer.threshold}

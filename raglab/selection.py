@@ -32,6 +32,11 @@ SIGNALS = ("hand-set score", "hand-set score below the question's best", "hand-s
            "under an API line", "continues a paragraph", "position in source", "words (log)", "neighbour cosine")
 
 
+def budget_words(candidate) -> int:
+    """The words a quoted sentence costs the answer's budget: its text and the API line it may carry."""
+    return len(f"{candidate.api or ''} {candidate.text}".split())
+
+
 def sentence_signals(cos: np.ndarray, score: np.ndarray, lexical: np.ndarray, candidates, sources) -> np.ndarray:
     """The ``SIGNALS`` of each candidate (rows), from the generator's ``scores``: ``cos`` and ``score`` per
     question part (rows) and candidate (columns), ``lexical`` the whole question's term overlap per candidate.

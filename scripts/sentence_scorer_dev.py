@@ -40,14 +40,14 @@ from raglab.evaluation.golden import fold, golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
 from raglab.files import atomic_open
 from raglab.generate import source_at
-from raglab.selection import SIGNALS, SentenceScorer, sentence_signals
+from raglab.selection import SIGNALS, SentenceScorer, budget_words, sentence_signals
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.0, 0.51, 0.01)]
 BUDGETS = list(range(40, 101, 5))
 
 
 def said(c) -> str:
-    """What quoting a sentence can put in an answer: its API line and its text (its words are the budget's)."""
+    """What quoting a sentence can put in an answer: its API line and its text."""
     return f"{c.api or ''} {c.text}"
 
 
@@ -64,7 +64,7 @@ def question_rows(assistant, rule, learned, q) -> dict:
     shipped = rule.selection(q.question, sources)
     out["rule"] = [said(shipped["candidates"][i]) for i in shipped["chosen"]]
     cands = learned.candidates(sources)
-    out["texts"], out["words"] = [said(c) for c in cands], [len(said(c).split()) for c in cands]
+    out["texts"], out["words"] = [said(c) for c in cands], [budget_words(c) for c in cands]
     out["X"], out["y"] = np.zeros((0, len(SIGNALS))), np.zeros(0)
     if cands:
         sel = learned.selection(q.question, sources)

@@ -2,6 +2,7 @@
 reindex empties it, a change of any setting misses it, it holds at most its size, and the trace says when an
 answer came from it. Over the help-center index of conftest."""
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -62,9 +63,10 @@ def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
     assert cache.key(assistant, "How do I reset my passwords?", None) != key
     for change in (lambda a: setattr(a, "threshold", 0.5), lambda a: setattr(a, "k", 3),
                    lambda a: setattr(a.generator, "floor", 0.4), lambda a: setattr(a.generator, "max_sentences", 4),
-                   lambda a: setattr(a, "refusal", "No.")):
+                   lambda a: setattr(a, "refusal", "No."),
+                   lambda a: setattr(a.retriever, "levers", dataclasses.replace(a.retriever.levers, title_weight=0.7))):
         other = copy.copy(assistant)
-        other.generator = copy.copy(assistant.generator)
+        other.generator, other.retriever = copy.copy(assistant.generator), copy.copy(assistant.retriever)
         change(other)
         assert cache.key(other, "How do I reset my password?", None) != key
 
