@@ -48,6 +48,8 @@ def settings_of(generator) -> dict:
             out[attr] = value
         elif attr == "scorer" and value is not None:
             out[attr] = repr(value)
+        elif attr == "selector" and value is not None:    # what a model reads: the selection's own settings
+            out[attr] = settings_of(value)
     return out
 
 

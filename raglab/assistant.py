@@ -290,6 +290,9 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
         store: ``faiss`` or ``pgvector`` (PostgreSQL + pgvector).
     """
 
+    reads = config.get("RAGLAB_MODEL_READS")
+    if reads not in ("chunks", "sentences"):
+        raise ValueError(f"RAGLAB_MODEL_READS={reads!r}: expected chunks or sentences")
     if settings is None:
         strategy, prefix = entry(corpus).chunking
         settings = ChunkSettings(strategy, prefix=prefix)
@@ -302,7 +305,9 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
     # the packaged MiniLM's vectors: they keep it when the index is embedded by another model
     packaged = embedder if embedder.packaged else Embedder()
     detector = InjectionDetector(packaged)   # the rule and the learned layer, on every source sentence
-    gen = OpenAIGenerator(detector=detector) if choice == "openai" else ExtractiveGenerator(packaged, detector=detector)
+    extractive = ExtractiveGenerator(packaged, detector=detector)
+    gen = (OpenAIGenerator(detector=detector, selector=extractive if reads == "sentences" else None)
+           if choice == "openai" else extractive)
     signal = "rerank" if rerank else "dense"
     assistant = Assistant(retriever, gen, threshold if threshold is not None else 0.0, attribution=attribution,
                           rerank=rerank)

@@ -44,6 +44,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_TRACE_KEEP", "5", "rotated trace files kept"),
     Setting("RAGLAB_RECORDED", None, "a folder of recorded local-model experiments (`raglab grade` sets it: notebook 08 reads the instructor's measurements instead of running the model for every student)"),
     Setting("RAGLAB_CRASH_AT", None, "fault injection for the crash tests: kill the process at this write point"),
+    Setting("RAGLAB_MODEL_READS", "chunks", "what a model is sent: chunks (the top sources, whole) or sentences (the ones the extractive selection chose, best first, with their numbers; a selection that refuses calls no model)"),
     Setting("LLM_BASE_URL", None, "OpenAI-compatible model server; set, answers use it (default: extractive, offline)"),
     Setting("LLM_MODEL", "llama3.2", "model name sent to LLM_BASE_URL"),
     Setting("LLM_API_KEY", None, "API key for LLM_BASE_URL (never written in code)"),

@@ -718,6 +718,21 @@ class ExtractiveGenerator:
                 out["refusal"] = {"stage": "sentence-floor", "value": round(float(score.max()), 4), "threshold": self.floor}
         return out
 
+    def selection_table(self, question: str, sources: list[Source], limit: int | None = 10) -> list[dict]:
+        """The ``selection`` of one question as rows, best score first (at most ``limit``): the sentence, its
+        source, its cosine to the question, its term overlap, its score (the best over the question's parts),
+        and its place among the quoted sentences (1 = picked first; None: not quoted)."""
+        sel = self.selection(question, sources)
+        if "score" not in sel:
+            return []
+        score = sel["score"].max(axis=0)
+        place = {i: k for k, i in enumerate(sel["chosen"], 1)}
+        rows = [{"source": c.n, "sentence": c.text, "cosine": round(float(sel["cos"][0, i]), 3),
+                 "term overlap": round(float(sel["lexical"][0, i]), 3), "score": round(float(score[i]), 3),
+                 "quoted": place.get(i)} for i, c in enumerate(sel["candidates"])]
+        rows.sort(key=lambda r: -r["score"])
+        return rows[:limit] if limit is not None else rows
+
     def pick(self, score: np.ndarray) -> list[int]:
         """The candidates to quote: the best for the whole question, then the best for each of its parts
         (rows after the first), then the next best for the whole question; each scoring ``floor`` or more."""
@@ -758,6 +773,29 @@ class ExtractiveGenerator:
         return f"{c.plain.replace('[', '［').replace(']', '］')} [{c.n}]"
 
 
+def selected_sources(selection: dict, sources: list[Source], with_api: bool = False) -> list[Source]:
+    """What a model reads when a selector chose the sentences (``ExtractiveGenerator.selection``): one
+    source per source a chosen sentence comes from, in the order of its best chosen sentence, keeping its
+    number and id, its text the chosen sentences in the selection's order (each under its API line when
+    ``with_api`` and the line changes). Sources no chosen sentence comes from are not sent.
+
+    >>> c = Chunk("d#0", "d", (), 0, 30, "One two three four. Five six seven eight.", "", ("public",), "words")
+    >>> cands = [Quotable(1, "One two three four.", "One two three four.", None),
+    ...          Quotable(1, "Five six seven eight.", "Five six seven eight.", "f(x)")]
+    >>> [(s.n, s.chunk.text) for s in selected_sources({"candidates": cands, "chosen": [1, 0]}, [Source(1, c)], True)]
+    [(1, 'f(x): Five six seven eight. One two three four.')]
+    """
+    by_n = {s.n: s for s in sources}
+    texts: dict[int, list[str]] = {}
+    last_api: dict[int, str | None] = {}
+    for i in selection["chosen"]:
+        c = selection["candidates"][i]
+        api = c.api if with_api and c.api != last_api.get(c.n) else None
+        texts.setdefault(c.n, []).append(f"{api}: {c.text}" if api else c.text)
+        last_api[c.n] = c.api if with_api else None
+    return [Source(n, replace(by_n[n].chunk, text=" ".join(parts)), script=by_n[n].script) for n, parts in texts.items()]
+
+
 def openai_client(base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                   timeout: float = 60.0, max_retries: int = 0):
     """An OpenAI-compatible client from the arguments, else ``LLM_BASE_URL`` (default: Ollama's),
@@ -782,10 +820,14 @@ class OpenAIGenerator:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 3, max_tokens: int = 300, extra_instruction: str | None = None,
-                 extra_body: dict | None = None, detector: InjectionDetector | None = None):
-        """``detector``: what leaves a sentence out of the prompt (default: the rule alone)."""
+                 extra_body: dict | None = None, detector: InjectionDetector | None = None,
+                 selector: "ExtractiveGenerator | None" = None):
+        """``detector``: what leaves a sentence out of the prompt (default: the rule alone);
+        ``selector``: an ``ExtractiveGenerator`` whose ``selection`` chooses what the model reads: the
+        chosen sentences, in the selection's order (``selected_sources``), instead of whole chunks; when it
+        refuses (the sentence floor, or its scorer's threshold) the model is not called."""
         self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout)
-        self.detector = detector
+        self.detector, self.selector = detector, selector
         self.retries, self.max_tokens = retries, max_tokens
         self.extra_instruction, self.extra_body = extra_instruction, extra_body
         self.name = f"openai:{self.model}"
@@ -793,6 +835,11 @@ class OpenAIGenerator:
     def generate(self, question: str, sources: list[Source], refusal: str = REFUSAL) -> Generation:
         import openai  # lazy: only with a model server
 
+        if self.selector is not None:
+            chosen = self.selector.selection(question, sources)
+            if chosen["refusal"]:
+                return Generation(refusal, self.name, refusal=chosen["refusal"])
+            sources = selected_sources(chosen, sources, asks_for_api(question))
         messages = build_messages(question, sources, refusal, self.extra_instruction, self.detector)
         delay = 0.5
         for attempt in range(self.retries + 1):

@@ -316,3 +316,81 @@ def test_a_contact_point_quoted_for_its_words_alone_is_omitted_and_the_answer_sa
     assert "within 30 days" in answer and "the desk answers on" in answer
     assert "555 0100" not in answer and CONTACT_OMITTED in answer and answer.endswith(CONTACT_NOTE)
     assert "returns@shop.example" in answer
+
+
+# ---------------------------------------------------------------- the selection, shown and sent to a model
+
+def test_the_selection_table_shows_each_sentence_its_numbers_and_its_place():
+    """The hand-worked case of the first test: the isqrt sentence scores 1.76, the gcd sentence 1.43; with one
+    sentence quoted, the table puts isqrt first and marks it quoted, the others not."""
+    sources = [_source(1, MATH)]
+    gen = ExtractiveGenerator(CosineTable({"greatest common": 0.8, "integer square root": 0.6}), max_sentences=1)
+    rows = gen.selection_table("Which math function returns the integer square root?", sources)
+    assert [r["quoted"] for r in rows] == [1] + [None] * (len(rows) - 1)
+    assert rows[0]["sentence"].startswith("Return the integer square root") and rows[0]["cosine"] == pytest.approx(0.6, abs=1e-3)
+    assert rows[0]["score"] == pytest.approx(1.76, abs=0.01) and rows[1]["score"] == pytest.approx(1.43, abs=0.01)
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+    assert {r["source"] for r in rows} == {1}
+
+
+class _Recorder:
+    """Stands in for an OpenAI client: records the messages and answers with fixed text."""
+
+    def __init__(self, text):
+        self.text, self.sent = text, []
+        self.chat = self.completions = self
+
+    def create(self, model, messages, **kw):
+        from types import SimpleNamespace
+
+        self.sent.append(messages)
+        return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=self.text))], usage=None)
+
+
+def _openai(selector, text="It is the floor [1]."):
+    from raglab.generate import OpenAIGenerator
+
+    gen = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", selector=selector)
+    gen.client = _Recorder(text)
+    return gen
+
+
+def test_a_model_with_a_selector_reads_the_chosen_sentences_in_their_order_and_numbers():
+    other = "Other text.\n\nThe doc says the value defaults to zero in every case here."
+    sources = [_source(1, MATH), _source(2, other, doc="library/other.txt")]
+    table = {"greatest common": 0.8, "integer square root": 0.7, "defaults to zero": 0.75}
+    extractive = ExtractiveGenerator(CosineTable(table, default=0.1), max_sentences=2)
+    question = "Which math function returns the integer square root?"
+    chosen = extractive.selection(question, sources)
+    gen = _openai(extractive)
+    assert gen.generate(question, sources).text == "It is the floor [1]."
+    user = gen.client.sent[0][1]["content"]
+    expected = [extractive.selection(question, sources)["candidates"][i] for i in chosen["chosen"]]
+    # exactly the chosen sentences are sent, under their own source numbers, best first
+    for c in expected:
+        assert c.text in user and f'<doc n="{c.n}"' in user
+    assert user.index(expected[0].text) < user.index(expected[1].text)
+    sent = set(re.findall(r'<doc n="(\d+)"', user))
+    assert sent == {str(c.n) for c in expected}
+    for c in chosen["candidates"]:
+        if c not in expected:
+            assert c.text not in user
+    # without a selector the whole chunks are sent, as before
+    whole = _openai(None)
+    whole.generate(question, sources)
+    assert "New in version 3.8." in whole.client.sent[0][1]["content"]
+
+
+def test_a_selection_that_refuses_does_not_call_the_model():
+    sources = [_source(1, MATH)]
+    gen = _openai(ExtractiveGenerator(CosineTable({}, default=0.1)))   # every cosine under the 0.5 floor
+    out = gen.generate("Which math function returns the integer square root?", sources)
+    assert out.text == REFUSAL and out.refusal["stage"] == "sentence-floor" and gen.client.sent == []
+
+
+def test_a_bad_model_reads_setting_names_itself(monkeypatch):
+    from raglab.assistant import build_assistant
+
+    monkeypatch.setenv("RAGLAB_MODEL_READS", "pages")
+    with pytest.raises(ValueError, match="RAGLAB_MODEL_READS='pages': expected chunks or sentences"):
+        build_assistant("helpcenter", "small")

@@ -86,3 +86,17 @@ def test_a_reindex_empties_it_and_it_holds_at_most_its_size():
 def test_the_question_is_compared_normalized():
     assert normalized("Wie lange gilt der Link？") == normalized("wie lange gilt der link")
     assert normalized("sort a list") != normalized("sort a dict")
+
+
+def test_what_a_model_reads_is_in_the_key(assistant, embedder):
+    """A model sent whole chunks and one sent the selected sentences answer differently: they never share an
+    entry, nor do two selectors with different settings."""
+    from raglab.generate import OpenAIGenerator
+
+    cache = assistant.answer_cache
+    keys = []
+    for selector in (None, ExtractiveGenerator(embedder), ExtractiveGenerator(embedder, max_sentences=5)):
+        other = copy.copy(assistant)
+        other.generator = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", selector=selector)
+        keys.append(cache.key(other, "How do I reset my password?", None))
+    assert len(set(keys)) == 3
