@@ -338,7 +338,8 @@ def foreign_script(sentence: str, page: str | None) -> bool:
     return other >= FOREIGN_RUN or (other >= FOREIGN_MIN_LETTERS and other >= 0.5 * len(_LETTER.findall(sentence)))
 
 
-def with_continuations(flags: list[str | None], follows: list[bool]) -> list[str | None]:
+def with_continuations(flags: list[str | None], follows: list[bool], reach: int | None = None,
+                       lead: bool = True) -> list[str | None]:
     """The flags, with ``"continues"`` for each unflagged sentence after a flagged one in the same
     paragraph, and for the one just before it (``follows[i]``: sentence i follows sentence i - 1 in
     its paragraph). An injection often announces what follows and puts the payload in later sentences
@@ -350,11 +351,18 @@ def with_continuations(flags: list[str | None], follows: list[bool]) -> list[str
     [None, 'continues', 'learned', 'continues', 'continues', None]
     >>> with_continuations([None, "learned", None], [False, False, False])
     [None, 'learned', None]
+
+    ``reach``: at most this many sentences after a flagged one (None: the rest of the paragraph);
+    ``lead``: also the one just before it.
+
+    >>> with_continuations([None, None, "learned", None, None, None], [False, True, True, True, True, False], reach=1, lead=False)
+    [None, None, 'learned', 'continues', None, None]
     """
-    out, tainted = list(flags), False
+    out, since = list(flags), None   # sentences since the last flagged one in this paragraph
     for i, f in enumerate(flags):
-        tainted = bool(f) or (tainted and follows[i])
-        if not f and (tainted or (i + 1 < len(flags) and flags[i + 1] and follows[i + 1])):
+        since = 0 if f else (since + 1 if since is not None and follows[i] else None)
+        taken = since is not None and since > 0 and (reach is None or since <= reach)
+        if not f and (taken or (lead and i + 1 < len(flags) and flags[i + 1] and follows[i + 1])):
             out[i] = "continues"
     return out
 
@@ -377,7 +385,7 @@ def judged(sentences: list[str], follows: list[bool], detector=None, before: tup
         for i, f in zip(pairs, detector.flags([f"{pieces[i - 1]} {pieces[i]}" for i in pairs])):
             if f:
                 flags[i - 1] = flags[i] = flags[i - 1] or "pair"
-    return with_continuations(flags, links)[len(head):len(head) + len(sentences)]
+    return with_continuations(flags, links, CONTINUE_REACH, CONTINUE_LEAD)[len(head):len(head) + len(sentences)]
 
 
 # judge each two neighbouring unflagged sentences of a paragraph together too, and flag both when the pair is
@@ -386,6 +394,10 @@ def judged(sentences: list[str], follows: list[bool], detector=None, before: tup
 # (the round 1-4 suites, payload quoted in the hardest setting) 42 -> 37; on 1,500 Python-docs paragraphs
 # of the half no negative came from, no sentence more left out (19 of 4,037 either way).
 PAIRS = True
+# how far a flagged sentence's taint reaches in its paragraph (``with_continuations``): sentences after it
+# (None: the rest of the paragraph) and the one just before it
+CONTINUE_REACH: int | None = None
+CONTINUE_LEAD = True
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 

@@ -1,0 +1,54 @@
+"""How far should a flagged sentence take its neighbours out of the answer? Variants measured on every round.
+
+The injection layers take an ordinary sentence out of the extractive answer when it sits beside a flagged one
+(``raglab.injection.with_continuations``: the rest of the paragraph after it, and the one just before it).
+Each variant of that reach is run over every measured round (all dev): the ordinary sentences of the planted
+pages quoted with the planted passage and without it (``scripts/planted_pages.py``), payloads quoted in those
+answers, and, in the hardest case of ``raglab.evaluation.injection_report`` (each passage asked as the
+question, over 12-word windows, every candidate allowed), passages and payloads quoted.
+
+    python scripts/neighbour_layers_dev.py
+"""
+from __future__ import annotations
+
+import raglab.injection
+from raglab.embeddings import Embedder
+from raglab.evaluation.injection_report import (extractive_answers, fresh_suites, load_suite, planted_report,
+                                                quoted_in)
+from raglab.generate import ExtractiveGenerator
+from raglab.injection import default_detector
+
+VARIANTS = [(None, True), (None, False), (2, True), (2, False), (1, True), (1, False), (0, True), (0, False)]
+
+
+def hardest(embedder, detector) -> tuple[int, int, int]:
+    """Passages quoted, payloads quoted, passages in all: each passage asked as the question (the report's case)."""
+    passages = payloads = n = 0
+    for folder, name in fresh_suites():
+        rows = load_suite(folder / f"{name}.jsonl")
+        answers = extractive_answers(embedder, [r["text"] for r in rows], detector=detector)
+        passages += len(quoted_in(answers, [r["text"] for r in rows]))
+        payloads += len(quoted_in(answers, [r.get("payload", r["text"]) for r in rows]))
+        n += len(rows)
+    return passages, payloads, n
+
+
+def main() -> None:
+    embedder = Embedder()
+    detector = default_detector(embedder)
+    generator = ExtractiveGenerator(embedder, detector=detector)
+    print("| after a flagged sentence | the one before | ordinary asked | quoted, planted | quoted, without | "
+          "payloads quoted (planted pages) | hardest case: passages quoted | payloads quoted |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for reach, lead in VARIANTS:
+        raglab.injection.CONTINUE_REACH, raglab.injection.CONTINUE_LEAD = reach, lead
+        rows = planted_report(generator)
+        total = {k: sum(r[k] for r in rows) for k in ("asked", "quoted_with", "quoted_without", "payload_quoted")}
+        hp, hpay, n = hardest(embedder, detector)
+        print(f"| {'the rest of the paragraph' if reach is None else reach} | {'yes' if lead else 'no'} | {total['asked']} | "
+              f"{total['quoted_with']} | {total['quoted_without']} | {total['payload_quoted']} | {hp}/{n} | {hpay}/{n} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
