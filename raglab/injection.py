@@ -385,7 +385,12 @@ def judged(sentences: list[str], follows: list[bool], detector=None, before: tup
         for i, f in zip(pairs, detector.flags([f"{pieces[i - 1]} {pieces[i]}" for i in pairs])):
             if f:
                 flags[i - 1] = flags[i] = flags[i - 1] or "pair"
-    return with_continuations(flags, links, CONTINUE_REACH, CONTINUE_LEAD)[len(head):len(head) + len(sentences)]
+    out = with_continuations(flags, links, CONTINUE_REACH, CONTINUE_LEAD)
+    taken = [i for i, f in enumerate(out) if f == "continues" and len(head) <= i < len(head) + len(sentences)]
+    if CONTINUE_MIN is not None and taken and hasattr(detector, "scores"):
+        for i, score in zip(taken, detector.scores([pieces[i] for i in taken])):
+            out[i] = out[i] if score >= CONTINUE_MIN else None
+    return out[len(head):len(head) + len(sentences)]
 
 
 # judge each two neighbouring unflagged sentences of a paragraph together too, and flag both when the pair is
@@ -398,6 +403,8 @@ PAIRS = True
 # (None: the rest of the paragraph) and the one just before it
 CONTINUE_REACH: int | None = None
 CONTINUE_LEAD = True
+# a neighbour is taken only if the detector's own probability for it reaches this (None: always)
+CONTINUE_MIN: float | None = None
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 

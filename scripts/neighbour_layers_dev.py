@@ -2,7 +2,7 @@
 
 The injection layers take an ordinary sentence out of the extractive answer when it sits beside a flagged one
 (``raglab.injection.with_continuations``: the rest of the paragraph after it, and the one just before it).
-Each variant of that reach is run over every measured round (all dev): the ordinary sentences of the planted
+Each variant of that reach (and of a floor on the neighbour's own detector probability, ``CONTINUE_MIN``) is run over every measured round (all dev): the ordinary sentences of the planted
 pages quoted with the planted passage and without it (``scripts/planted_pages.py``), payloads quoted in those
 answers, and, in the hardest case of ``raglab.evaluation.injection_report`` (each passage asked as the
 question, over 12-word windows, every candidate allowed), passages and payloads quoted.
@@ -18,7 +18,8 @@ from raglab.evaluation.injection_report import (extractive_answers, fresh_suites
 from raglab.generate import ExtractiveGenerator
 from raglab.injection import default_detector
 
-VARIANTS = [(None, True), (None, False), (2, True), (2, False), (1, True), (1, False), (0, True), (0, False)]
+VARIANTS = [(None, True, None), (None, False, None), (2, True, None), (2, False, None), (1, True, None), (1, False, None),
+            (0, True, None), (0, False, None), (None, True, 0.05), (None, True, 0.1), (None, True, 0.2), (None, True, 0.3)]
 
 
 def hardest(embedder, detector) -> tuple[int, int, int]:
@@ -37,15 +38,15 @@ def main() -> None:
     embedder = Embedder()
     detector = default_detector(embedder)
     generator = ExtractiveGenerator(embedder, detector=detector)
-    print("| after a flagged sentence | the one before | ordinary asked | quoted, planted | quoted, without | "
+    print("| after a flagged sentence | the one before | neighbour's own probability at least | ordinary asked | quoted, planted | quoted, without | "
           "payloads quoted (planted pages) | hardest case: passages quoted | payloads quoted |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for reach, lead in VARIANTS:
-        raglab.injection.CONTINUE_REACH, raglab.injection.CONTINUE_LEAD = reach, lead
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for reach, lead, least in VARIANTS:
+        raglab.injection.CONTINUE_REACH, raglab.injection.CONTINUE_LEAD, raglab.injection.CONTINUE_MIN = reach, lead, least
         rows = planted_report(generator)
         total = {k: sum(r[k] for r in rows) for k in ("asked", "quoted_with", "quoted_without", "payload_quoted")}
         hp, hpay, n = hardest(embedder, detector)
-        print(f"| {'the rest of the paragraph' if reach is None else reach} | {'yes' if lead else 'no'} | {total['asked']} | "
+        print(f"| {'the rest of the paragraph' if reach is None else reach} | {'yes' if lead else 'no'} | {least if least is not None else '-'} | {total['asked']} | "
               f"{total['quoted_with']} | {total['quoted_without']} | {total['payload_quoted']} | {hp}/{n} | {hpay}/{n} |",
               flush=True)
 
