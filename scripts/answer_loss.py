@@ -2,9 +2,10 @@
 pipeline's order, for the default assistant (extractive generator) on the whole docs.
 
     python scripts/answer_loss.py [--split dev] [--profile full] [--json OUT] [--markdown OUT]
-                                  [--floor F] [--top-sources N] [--max-sentences N] [--scorer PATH]
+                                  [--floor F] [--top-sources N] [--max-sentences N] [--context B]
+                                  [--scorer PATH]
 
-The last four change the extractive generator's settings for a dev study of what they would recover
+The last five change the extractive generator's settings for a dev study of what they would recover
 (the shipped defaults: floor 0.5, 3 sources read, 3 sentences quoted); the library is not changed.
 
 Each answerable question is put at the first stage where its required facts (``Question.facts``, compared
@@ -174,16 +175,19 @@ def main() -> None:
     p.add_argument("--floor", type=float, help="the generator's sentence floor (default: the shipped 0.5)")
     p.add_argument("--top-sources", type=int, help="sources the generator reads (default: the shipped 3)")
     p.add_argument("--max-sentences", type=int, help="sentences it quotes (default: the shipped 3)")
+    p.add_argument("--context", type=float, help="how far a continuing sentence is scored up towards the one before it")
     p.add_argument("--scorer", help="choose and refuse with this sentence scorer (scripts/sentence_scorer_dev.py --write)")
     args = p.parse_args()
-    if args.split == "test" and any(v is not None for v in (args.floor, args.top_sources, args.max_sentences, args.scorer)):
+    if args.split == "test" and any(v is not None for v in (args.floor, args.top_sources, args.max_sentences, args.scorer, args.context)):
         p.error("settings are studied on dev only; the test split is read with the shipped generator")
     assistant = build_assistant("python-docs", args.profile, generator="extractive")
     gen = assistant.generator
     gen.floor = gen.floor if args.floor is None else args.floor
     gen.top_sources = gen.top_sources if args.top_sources is None else args.top_sources
     gen.max_sentences = gen.max_sentences if args.max_sentences is None else args.max_sentences
-    setting = f"floor {gen.floor}, {gen.top_sources} sources read, {gen.max_sentences} sentences quoted"
+    gen.context = gen.context if args.context is None else args.context
+    setting = (f"floor {gen.floor}, {gen.top_sources} sources read, {gen.max_sentences} sentences quoted"
+               + (f", context {gen.context}" if gen.context else ""))
     if args.scorer:
         gen.scorer = SentenceScorer.load(args.scorer)
         setting = (f"{gen.top_sources} sources read, a sentence scorer (threshold {gen.scorer.threshold}, "

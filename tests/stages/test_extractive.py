@@ -280,6 +280,46 @@ def test_each_part_of_a_question_gets_its_best_sentence():
     assert ExtractiveGenerator(None, max_sentences=2, floor=0.96).pick(score) == []
 
 
+# ---------------------------------------------------------------- a sentence read after the one before it
+
+DICT = """PyObject *PyDict_GetItem(PyObject *p, PyObject *key)
+
+   Return the object from dictionary *p* which has a key *key*. Return NULL if the key
+   *key* is not present, but without setting an exception.
+
+Dictionaries compare equal if and only if they have the same key and value pairs.
+"""
+
+
+def test_a_continuing_sentence_is_scored_towards_the_one_before_it():
+    """Independent of ``in_context``: from the scores without context, a sentence that follows the one before
+    it in its paragraph scores max(s, s + beta (previous - s)); any other keeps its score."""
+    sources = [_source(1, DICT, heading=("Dictionary Objects",), doc="c-api/dict.txt")]
+    table = CosineTable({"Return the object": 0.8, "Return NULL": 0.35, "compare equal": 0.6})
+    q = "What does PyDict_GetItem give back for a missing key?"
+    plain = ExtractiveGenerator(table).selection(q, sources)
+    boosted = ExtractiveGenerator(table, context=0.5).selection(q, sources)
+    cands, s0 = plain["candidates"], plain["score"][0]
+    assert [c.follows for c in cands] == [False, True, False]
+    expected = [s0[0], max(s0[1], s0[1] + 0.5 * (s0[0] - s0[1])), s0[2]]
+    assert np.allclose(boosted["score"][0], expected)
+    assert boosted["score"][0][1] > plain["score"][0][1]
+
+
+def test_with_context_the_sentence_after_the_best_one_is_quoted_before_another_paragraph():
+    """Two sentences quoted: without context the best (0.85) and the other paragraph's (0.6 against the
+    continuation's 0.4); with context 0.5 the continuation is raised half way to its predecessor (0.625) and
+    quoted in the other's place."""
+    sources = [_source(1, DICT, heading=("Dictionary Objects",), doc="c-api/dict.txt")]
+    table = CosineTable({"Return the object": 0.8, "Return NULL": 0.35, "compare equal": 0.55})
+    q = "What happens when the lookup finds nothing?"   # no term in common: the scores are the cosines + 0.05
+    without = ExtractiveGenerator(table, max_sentences=2).generate(q, sources).text
+    with_context = ExtractiveGenerator(table, max_sentences=2, context=0.5).generate(q, sources).text
+    assert "Return NULL" not in without and "compare equal" in without
+    assert "Return NULL" in with_context and "compare equal" not in with_context
+    _checked(with_context, sources)
+
+
 # ---------------------------------------------------------------- with the real model
 
 @pytest.mark.slow
