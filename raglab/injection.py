@@ -506,6 +506,7 @@ class InjectionDetector:
         self.embedder, self.threshold, self.c = embedder, threshold, c
         self._weights: dict[str, np.ndarray] | None = None
         self._memo: dict[str, str | None] = {}
+        self._scores_id: tuple[str, int] | None = None   # (cache id, id of the weights it names): see ``scores``
 
     def _vectors(self, sentences: list[str]) -> np.ndarray:
         return self.embedder.encode([normalize(s) or s for s in sentences], progress=False)
@@ -525,6 +526,7 @@ class InjectionDetector:
             if self._weights is None:
                 self._weights = self.train()
                 save_weights(cached, self._weights, key)
+            self._scores_id = (f"injection-scores-{key}-{_CODE}", id(self._weights))
         return self._weights
 
     def train(self, data: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
@@ -551,12 +553,35 @@ class InjectionDetector:
         return (_sigmoid(dense) + _sigmoid(np.asarray(ngrams).ravel())) / 2
 
     def scores(self, sentences: list[str]) -> np.ndarray:
-        """For each sentence, the highest probability of the sentence and of its ``parts``."""
+        """For each sentence, the highest probability of the sentence and of its ``parts`` (as float32).
+
+        With the weights its fingerprint names (shipped, cached or trained on first use) and an embedder
+        with a cache, each sentence's score is kept in that cache beside the vectors, under the fingerprint
+        and this module's source: every process that serves the same corpus, and every later run, reads what
+        one has judged instead of judging it again. Weights set by hand are never cached."""
+        cache = getattr(self.embedder, "cache", None)
+        if cache is not None:
+            self.weights  # noqa: B018 -- loads them, and names the cache when they are the fingerprint's
+        if cache is None or self._scores_id is None or self._scores_id[1] != id(self._weights):
+            return self._scores(sentences)
+        unique = list(dict.fromkeys(sentences))
+        found = cache.get_many(self._scores_id[0], unique)
+        missing = [t for i, t in enumerate(unique) if i not in found]
+        if missing:
+            computed = self._scores(missing)
+            cache.put_many(self._scores_id[0], missing, computed.reshape(-1, 1))
+            at = {t: i for i, t in enumerate(unique)}
+            found.update({at[t]: np.array([v], dtype=np.float32) for t, v in zip(missing, computed)})
+        by_text = {unique[i]: float(v[0]) for i, v in found.items()}
+        return np.array([by_text[s] for s in sentences], dtype=np.float32)
+
+    def _scores(self, sentences: list[str]) -> np.ndarray:
+        """``scores`` computed now."""
         judged = [(i, piece) for i, s in enumerate(sentences) for piece in [s, *parts(s)]]
         out = np.zeros(len(sentences))
         for (i, _), p in zip(judged, self.probabilities([piece for _, piece in judged]) if judged else []):
             out[i] = max(out[i], p)
-        return out
+        return out.astype(np.float32)
 
     def flags(self, sentences: list[str]) -> list[str | None]:
         """For each sentence: the rule it breaks, ``"learned"`` (the sentence or one of its ``parts``
@@ -606,6 +631,8 @@ def _file_digests(files: tuple[str, ...]) -> bytes:
     return b"".join(hashlib.sha256((RESOURCES / name).read_bytes()).digest() for name in files)
 
 
+# what a cached score depends on besides the weights: this module's code (``normalize``, ``parts``, the hashing)
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 HASH_BITS = 18                                  # each n-gram family hashed into 2**18 columns
 NGRAMS = (("char_wb", (2, 5)), ("word", (1, 2)))
 

@@ -281,13 +281,16 @@ def embedders(assistant) -> list:
 
 def warm(assistant) -> None:
     """Load and run the embedding models now (they load lazily, on the first text missing from the
-    cache) and build what the first search would build (``Retriever.warm``), so that the first question
-    is as fast as the later ones; nothing is written to the cache."""
+    cache), build what the first search would build (``Retriever.warm``) and load the injection detector's
+    weights, so that the first question is as fast as the later ones; nothing is written to the cache."""
     for e in embedders(assistant):
         if hasattr(e, "warm"):
             e.warm()
     if hasattr(assistant.retriever, "warm"):
         assistant.retriever.warm()
+    detector = getattr(assistant.generator, "detector", None)
+    if hasattr(detector, "weights"):
+        detector.weights  # noqa: B018 -- the injection detector's weights load on first use
 
 
 # ---------------------------------------------------------------- Markdown
