@@ -71,7 +71,6 @@ from raglab.packaged_models import TRAINED_PREFIX, serve_forever
 from raglab.pg_index import sync_pgvector
 from raglab.rerank import make_reranker
 from raglab.retrieval import Levers, Retriever, get_index
-from raglab.surfaces.app import serve
 from raglab.surfaces.guard import guarded
 from raglab.surfaces.plots import bakeoff_bars, hit_heatmap, quality_vs_cost, recall_vs_tokens, score_vs_size
 
@@ -332,6 +331,8 @@ def cmd_llm_serve(args) -> int:
 
 
 def cmd_serve(args) -> int:
+    from raglab.surfaces.app import serve   # FastAPI and uvicorn load only for the server (a cold ask skips them)
+
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline,
           answer_cache=args.answer_cache, workers=args.workers)

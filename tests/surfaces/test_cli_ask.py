@@ -35,3 +35,15 @@ def test_a_refusal_names_its_stage_and_number(workdir, capsys):
     assert detail["value"] == round(answer["evidence"], 4) < detail["threshold"] and detail["unknown_names"] == ["boto3"]
     assert main(["ask", "Which exception does json.loads raise on invalid JSON?", "--profile", "small", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["refusal_detail"] is None
+
+
+def test_an_ask_loads_no_web_server(workdir):
+    """A cold `raglab ask` imports neither FastAPI nor uvicorn (only `raglab serve` needs them)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from raglab.surfaces.cli import main; "
+            "rc = main(['ask', 'Which exception does json.loads raise on invalid JSON?', '--profile', 'small', '--json']); "
+            "print(rc, sorted(m for m in ('fastapi', 'starlette', 'uvicorn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "0 []"
