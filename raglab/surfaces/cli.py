@@ -331,7 +331,7 @@ def cmd_llm_serve(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from raglab.surfaces.app import serve   # FastAPI and uvicorn load only for the server (a cold ask skips them)
+    from raglab.surfaces.app import serve  # lazy: FastAPI and uvicorn load only for the server (a cold ask skips them)
 
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline,
