@@ -244,7 +244,7 @@ def load_run(args, workers: int, stream: str, questions, warm) -> dict:
     bad = {k: v for k, v in result["statuses"].items() if k != 200}
     warm_bad = {k: v for k, v in warmed["statuses"].items() if k != 200}
     p50, p95 = percentile(lat, 50) * 1000, percentile(lat, 95) * 1000
-    # with one worker the server process answers; with more, its children (spawned workers and a tracker) do
+    # with one worker the server process answers; with more, it is the front and its children (the workers) answer
     rss = f"{memory[0]:.0f}" if workers == 1 else f"{memory[0]:.0f}; " + ", ".join(f"{m:.0f}" for m in memory[1:])
     print(f"| {stream} | {workers} | {n} | {sum(bad.values())}{' ' + str(dict(bad)) if bad else ''} | "
           f"{n / result['elapsed']:.1f} | {p50:.0f} | {p95:.0f} | {max(lat) * 1000:.0f} | {result['refused']} | "

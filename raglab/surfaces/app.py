@@ -1,6 +1,6 @@
 """The assistant over HTTP: ``POST /ask``, ``GET /chunks/{id}``, ``GET /health`` and a one-page UI at ``/``.
 
-``create_app`` returns a FastAPI app; ``serve`` runs it with uvicorn on 127.0.0.1 only::
+``create_app`` returns a FastAPI app; ``raglab.surfaces.serving.serve`` runs it with uvicorn on 127.0.0.1 only::
 
     raglab serve --corpus helpcenter --port 8000 --tokens-file config/tokens.json
 
@@ -13,8 +13,8 @@ and nothing else. A chunk the caller may not see is a 404, exactly like one that
 The assistant and its index load once, at start-up, and every question runs on one worker thread
 (the retriever keeps per-call timings and the embedding cache is an SQLite connection), so the
 event loop stays free for ``/health`` and for queueing while a question is answered. An answer the
-answer cache holds is served from the event loop, before the queue. ``serve(workers=N)`` runs N such
-processes on one port (``worker_app``), each loading its own assistant.
+answer cache holds is served from the event loop, before the queue. ``serving.serve(workers=N)`` runs N
+such processes behind a front on one port, each loading its own assistant.
 
 A slow or failing model must not hold every caller: at most ``queue_size`` questions wait for the
 worker (``$RAGLAB_QUEUE_SIZE``, default 64; one more is a 503 with ``Retry-After``), and each request
@@ -39,14 +39,12 @@ import hmac
 import json
 import logging
 import math
-import os
 import re
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -59,7 +57,6 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 from raglab import config
 from raglab.answer_cache import AnswerCache
 from raglab.assistant import build_assistant
-from raglab.chunking import ChunkSettings
 from raglab.generate import GeneratorUnavailable, whole_sentences
 from raglab.surfaces import guard
 
@@ -253,9 +250,9 @@ class NoStore:
         await self.app(scope, receive, send_no_store)
 
 
-async def _send_json(send, status: int, payload: dict, close: bool = False) -> None:
+async def _send_json(send, status: int, payload: dict, close: bool = False, headers: list | None = None) -> None:
     body = json.dumps(payload).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])]
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -612,51 +609,6 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
 
 def _generator_name(assistant) -> str:
     return getattr(assistant.generator, "name", type(assistant.generator).__name__)
-
-
-def serve(port: int = 8000, corpus: str = "python-docs", profile: str | None = None, settings=None,
-          generator: str | None = None, tokens_file: str | Path | None = None, max_body: int = DEFAULT_MAX_BODY,
-          trace_path: str | Path | None = None, log_level: str = "info", queue_size: int | None = None,
-          deadline_s: float | None = None, answer_cache: int = 1024, workers: int | None = None) -> None:
-    """Run the app with uvicorn on 127.0.0.1:``port`` (never another interface) until interrupted.
-
-    ``workers`` (default: the machine's cores): processes that answer at once. Each loads the assistant
-    itself and has its own queue, deadline and answer cache; they share the port and the trace file, and
-    uvicorn's supervisor replaces one that dies. ``workers=1`` serves from this process."""
-    import uvicorn  # lazy: only when serving
-
-    workers = workers or os.cpu_count() or 1
-    if workers < 1:
-        raise ValueError(f"--workers {workers}: at least 1")
-    options = {"tokens_file": str(tokens_file) if tokens_file else None, "max_body": max_body,
-               "queue_size": queue_size, "deadline_s": deadline_s, "answer_cache": answer_cache, "corpus": corpus,
-               "profile": profile, "settings": asdict(settings) if settings is not None else None,
-               "generator": generator, "trace_path": str(trace_path) if trace_path else None}
-    common = {"host": HOST, "port": port, "log_level": log_level, "proxy_headers": False, "server_header": False}
-    if workers == 1:
-        uvicorn.run(app_from_options(options), **common)
-        return
-    os.environ["RAGLAB_SERVE"] = json.dumps(options)     # read by each worker process (app_from_options)
-    os.environ.update(config.thread_env(workers))         # each its share of the cores
-    uvicorn.run("raglab.surfaces.app:worker_app", factory=True, workers=workers, **common)
-
-
-def app_from_options(options: dict) -> FastAPI:
-    """The app ``serve`` runs, from its options (JSON-able: what a worker process is handed)."""
-    settings = ChunkSettings(**options["settings"]) if options.get("settings") else None
-    return create_app(tokens_file=options["tokens_file"], max_body=options["max_body"],
-                      queue_size=options["queue_size"], deadline_s=options["deadline_s"],
-                      answer_cache=options["answer_cache"],
-                      loader=assistant_loader(options["corpus"], options["profile"], settings, options["generator"],
-                                              options["trace_path"]))
-
-
-def worker_app() -> FastAPI:
-    """A worker process's app (``raglab serve --workers N``): the options its parent left in ``$RAGLAB_SERVE``."""
-    raw = config.get("RAGLAB_SERVE")
-    if not raw:
-        raise RuntimeError("RAGLAB_SERVE is unset: worker_app runs in the worker processes of raglab serve --workers")
-    return app_from_options(json.loads(raw))
 
 
 # ---------------------------------------------------------------- the page

