@@ -323,7 +323,7 @@ def model_part(args) -> bool:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         cmd = serve_command(Path(tmp), port, args.profile, "openai", "--deadline", str(args.deadline),
-                            "--queue-size", str(args.queue_size))
+                            "--queue-size", str(args.queue_size), "--answer-cache", "0")   # every ask reaches the model
         env = {**os.environ, "LLM_BASE_URL": model.base_url, "LLM_MODEL": "fake", "LLM_API_KEY": "unused"}
         with open(Path(tmp) / "server.log", "w+") as log:
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
