@@ -443,11 +443,15 @@ class Worker:
             future.cancel()         # drops it if it still waits; a running call ends by the deadline itself
 
     def retry_after(self) -> str:
-        """Seconds after which the queue has moved on: every question now waiting is answered or dropped by then."""
-        return str(max(1, math.ceil(self.deadline_s)))
+        return retry_after(self.deadline_s)
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def retry_after(deadline_s: float) -> str:
+    """Seconds after which the queue has moved on: every question now waiting is answered or dropped by then."""
+    return str(max(1, math.ceil(deadline_s)))
 
 
 def _retrieved(future: asyncio.Future) -> None:

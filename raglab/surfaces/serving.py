@@ -38,7 +38,7 @@ import httpx
 from raglab import config
 from raglab.chunking import ChunkSettings
 from raglab.surfaces.app import (DEFAULT_MAX_BODY, HOST, BodyLimit, _send_json, assistant_loader, create_app,
-                                 deadline_setting)
+                                 deadline_setting, retry_after)
 
 log = logging.getLogger("raglab.surfaces.serving")
 
@@ -119,7 +119,6 @@ class Slot:
     client: httpx.AsyncClient | None = None
     ready: bool = False
     in_flight: int = 0
-    started: int = 0                          # processes started in this slot (1 + replacements)
     retired: list = field(default_factory=list)   # clients of dead processes, closed at shutdown
 
 
@@ -156,7 +155,7 @@ class Front:
             reply = await self.forward(scope, body)
         except NoWorker as exc:
             return await _send_json(send, 503, {"detail": f"{exc}; try again later", "error": "no-worker"},
-                                    headers=[(b"retry-after", str(max(1, round(self.deadline_s))).encode())])
+                                    headers=[(b"retry-after", retry_after(self.deadline_s).encode())])
         headers = [(k.lower(), v) for k, v in reply.headers.raw if k.lower() not in HOP_BY_HOP]
         headers.append((b"content-length", str(len(reply.content)).encode()))
         await send({"type": "http.response.start", "status": reply.status_code, "headers": headers})
@@ -197,7 +196,7 @@ class Front:
             slot.retired.append(slot.client)
         slot.client = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(slot.socket)),
                                         base_url="http://worker", timeout=None)
-        slot.ready, slot.started = False, slot.started + 1
+        slot.ready = False
 
     async def _probe(self, slot: Slot) -> bool:
         try:
