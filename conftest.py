@@ -16,7 +16,7 @@ import pytest
 os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 # The notebooks are committed executed on a CPU with native bfloat16, so their vectors are bfloat16 ones. A CPU
-# without it embeds in float32 (raglab.embeddings.resolve_precision): scores differ in the third or fourth
+# without it embeds in float32 (raglab.book.embed.resolve_precision): scores differ in the third or fourth
 # decimal and index versions (which hash the precision) differ. There nbval compares the notebooks with
 # decimal numbers and hashes masked (notebooks/other_precision.cfg), unless a sanitizer is given.
 NOTEBOOK_PRECISION = "bfloat16"
@@ -24,7 +24,7 @@ OTHER_PRECISION = Path(__file__).parent / "notebooks" / "other_precision.cfg"
 
 
 def _precision() -> str:
-    from raglab.embeddings import resolve_precision
+    from raglab.book.embed import resolve_precision
 
     return resolve_precision()
 
@@ -43,9 +43,9 @@ def pytest_report_header(config):
 SLOW_FIXTURES = {"embedder", "index", "retriever", "pg_url", "project_artifacts", "python_index", "llm_server",
                  "server", "app_client", "client", "released", "graded", "graded_by_hand", "built", "installed",
                  "milestone_1", "class_run"}
-SLOW_DOCTESTS = ("raglab.chunking.load_tokenizer", "raglab.chunking.token_lengths", "raglab.chunking.chunk_stats",
-                 "raglab.chunking.compare_chunkings", "raglab.embeddings", "raglab.experiments.tokens",
-                 "raglab.surfaces.widgets", "raglab.rerank")
+SLOW_DOCTESTS = ("raglab.book.chunking.load_tokenizer", "raglab.book.chunking.token_lengths", "raglab.book.chunking.chunk_stats",
+                 "raglab.book.chunking.compare_chunkings", "raglab.book.embed", "raglab.experiments.tokens",
+                 "raglab.surfaces.widgets", "raglab.book.rerank")
 
 
 def _slow(item) -> bool:

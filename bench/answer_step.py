@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from raglab.assistant import build_assistant
+from raglab.book.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
-from raglab.generate import ExtractiveGenerator, asks_for_api, build_messages, selected_sources, source_at
-from raglab.selection import SentenceScorer
+from raglab.book.generate import ExtractiveGenerator, asks_for_api, build_messages, selected_sources, source_at
+from raglab.answerer.selection import SentenceScorer
 
 
 def pct(values: list[float], q: float) -> float:

@@ -3,7 +3,7 @@
     python bench/bm25.py                  # full corpus (497 pages, about 12,000 chunks)
     python bench/bm25.py --profile small
 
-Both engines get the same tokens (``raglab.bm25.tokenize``), k1=1.5 and b=0.75. Build times include
+Both engines get the same tokens (``raglab.book.bm25.tokenize``), k1=1.5 and b=0.75. Build times include
 tokenizing the chunks; query times include tokenizing the query and selecting the top 10. bm25s is
 timed through ``BM25.retrieve([tokens], k=10)``, its public call for one query's top 10, and, for
 reference, through its bare kernel ``get_scores_from_ids`` + ``bm25s.selection.topk``. bm25s'
@@ -21,9 +21,9 @@ import bm25s
 import bm25s.selection
 import numpy as np
 
-from raglab.bm25 import BM25, tokenize
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpus import load_corpus
+from raglab.book.bm25 import BM25, tokenize
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.book.documents import load_corpus
 
 IDENTIFIERS = [
     "__init__", "__repr__", "__getattr__", "__enter__", "__slots__", "dict_keys", "KeyError", "ValueError",

@@ -48,10 +48,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from raglab.chunking import load_tokenizer, token_lengths
-from raglab.corpus import load_corpus
-from raglab.packaged_models import MINILM_MAX_TOKENS, minilm_path, quiet_loading
-from raglab.text import blank_rules
+from raglab.book.chunking import load_tokenizer, token_lengths
+from raglab.book.documents import load_corpus
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS, minilm_path, quiet_loading
+from raglab.base.text import blank_rules
 
 CAPACITY = MINILM_MAX_TOKENS - 2          # content tokens: the model's 256 minus [CLS] and [SEP]
 SEPARATORS = ["\n\n", "\n", ". ", " ", ""]

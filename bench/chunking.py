@@ -10,8 +10,8 @@ import argparse
 import re
 import time
 
-from raglab.chunking import STRATEGIES, ChunkSettings, chunk_corpus
-from raglab.corpus import load_corpus
+from raglab.book.chunking import STRATEGIES, ChunkSettings, chunk_corpus
+from raglab.book.documents import load_corpus
 
 
 def course_chunk_text(doc_id, text, max_words=150, overlap=30):
@@ -51,7 +51,7 @@ def main() -> None:
     embed = None
     for strategy in STRATEGIES:
         if strategy == "semantic":   # it embeds every sentence: timed with a warm cache (run once before), model loaded
-            from raglab.embeddings import Embedder
+            from raglab.book.embed import Embedder
 
             embed = Embedder().encode
             chunk_corpus(docs, ChunkSettings(strategy), embed=embed)

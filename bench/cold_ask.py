@@ -3,7 +3,7 @@ release in the same run.
 
 Each ask is a new process (`python -m raglab ask QUESTION --profile full`), timed from start to exit; the
 question is a numbered variant of a dev question, so no cache holds its vector. Today's path embeds it with
-the packaged MiniLM in plain torch (``raglab.minilm``) and hashes the injection detector's n-grams with
+the packaged MiniLM in plain torch (``raglab.infra.minilm``) and hashes the injection detector's n-grams with
 ``mmh3``; the last release's path imported sentence-transformers (and transformers) to embed and
 scikit-learn to hash. That path is measured by the same command with those three imported first and the
 model loaded through sentence-transformers, which is what it cost (the answers are the same: the vectors
@@ -26,7 +26,7 @@ from raglab.evaluation.golden import golden_file, load_golden
 
 ROOT = Path(__file__).resolve().parents[1]
 EARLIER = ("import sys, sentence_transformers, sklearn.feature_extraction.text; "
-           "import raglab.embeddings as e; e.Embedder.model.fget(e.Embedder()); "   # as the last release loaded it
+           "import raglab.book.embed as e; e.Embedder.model.fget(e.Embedder()); "   # as the last release loaded it
            "from raglab.surfaces.cli import main; sys.exit(main(sys.argv[1:]))")
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.chunking import ChunkSettings, chunk_corpus, load_tokenizer, token_lengths
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder, EmbeddingCache, native_bf16
-from raglab.packaged_models import minilm_path, quiet_loading
+from raglab.book.chunking import ChunkSettings, chunk_corpus, load_tokenizer, token_lengths
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder, EmbeddingCache, native_bf16
+from raglab.infra.packaged_models import minilm_path, quiet_loading
 
 
 def timed(fn) -> tuple[float, object]:

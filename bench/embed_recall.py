@@ -24,17 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.bm25 import BM25
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.config import PROJECT_ROOT
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder
+from raglab.book.bm25 import BM25
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.base.config import PROJECT_ROOT
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, first_relevant_rr
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
-from raglab.index import Index
-from raglab.retrieval import CANDIDATES, Retriever
-from raglab.stores.faiss_store import FaissStore
+from raglab.infra.index import Index
+from raglab.book.retrieve import CANDIDATES, Retriever
+from raglab.infra.stores.faiss_store import FaissStore
 
 MODES = ("dense", "hybrid")
 

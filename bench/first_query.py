@@ -25,10 +25,10 @@ from raglab.evaluation.statistics import percentile
 CHILD = r"""
 import json, sys, tempfile, time
 from pathlib import Path
-from raglab.assistant import Assistant, build_assistant
-from raglab.embeddings import EmbeddingCache
+from raglab.book.assistant import Assistant, build_assistant
+from raglab.book.embed import EmbeddingCache
 from raglab.evaluation.golden import load_golden
-from raglab.corpora import golden_path
+from raglab.infra.corpora import golden_path
 from raglab.surfaces.app import embedders, warm
 
 start, reranker = int(sys.argv[1]), sys.argv[2]

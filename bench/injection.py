@@ -18,11 +18,11 @@ import time
 
 import numpy as np
 
-from raglab.assistant import build_assistant
-from raglab.corpora import golden_path
-from raglab.corpus import load_corpus
+from raglab.book.assistant import build_assistant
+from raglab.infra.corpora import golden_path
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
-from raglab.injection import InjectionDetector, RuleOnly
+from raglab.guards.injection import InjectionDetector, RuleOnly
 
 
 def run(assistant, questions) -> tuple[list[float], list[str]]:

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import httpx
 
-from raglab import traces
-from raglab.packaged_models import free_port
+from raglab.infra import traces
+from raglab.infra.packaged_models import free_port
 from raglab.surfaces.fakemodel import FakeModel
 
 ROOT = Path(__file__).resolve().parents[1]

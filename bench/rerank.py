@@ -9,14 +9,14 @@ import argparse
 import statistics
 import tempfile
 
-from raglab import config
-from raglab.chunking import ChunkSettings
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder, EmbeddingCache
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder, EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import per_question
-from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever, get_index
+from raglab.book.rerank import SentenceMaxReranker
+from raglab.book.retrieve import Retriever, get_index
 
 
 def main() -> None:

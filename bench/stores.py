@@ -23,11 +23,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder
-from raglab.stores.faiss_store import FaissStore
-from raglab.stores.pgvector_store import PgVectorStore, database, stop_embedded
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder
+from raglab.infra.stores.faiss_store import FaissStore
+from raglab.infra.stores.pgvector_store import PgVectorStore, database, stop_embedded
 
 K, PUBLIC = 10, ["public"]
 

@@ -18,25 +18,24 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _API = {
-    "config": "raglab", "corpora": "raglab",
-    "Document": "raglab.corpus", "CorpusError": "raglab.corpus", "CorpusWarning": "raglab.corpus",
-    "load_corpus": "raglab.corpus", "corpus_stats": "raglab.corpus", "python_docs_dir": "raglab.corpus",
-    "Chunk": "raglab.chunking", "ChunkSettings": "raglab.chunking", "chunk_corpus": "raglab.chunking",
-    "chunk_document": "raglab.chunking", "compare_chunkings": "raglab.chunking", "find_headings": "raglab.chunking",
-    "load_tokenizer": "raglab.chunking", "token_lengths": "raglab.chunking", "register_chunker": "raglab.chunking",
-    "check_chunks": "raglab.chunking", "chunking": "raglab", "text": "raglab",
-    "Embedder": "raglab.embeddings", "EmbeddingCache": "raglab.embeddings",
-    "BM25": "raglab.bm25", "tokenize": "raglab.bm25",
-    "build_index": "raglab.index", "load_index": "raglab.index", "IndexNotReady": "raglab.index",
-    "sync_pgvector": "raglab.pg_index",
-    "rrf": "raglab.fusion", "Hit": "raglab.records",
-    "Retriever": "raglab.retrieval", "get_index": "raglab.retrieval",
-    "SentenceMaxReranker": "raglab.rerank", "make_reranker": "raglab.rerank",
-    "REFUSAL": "raglab.generate", "ExtractiveGenerator": "raglab.generate", "OpenAIGenerator": "raglab.generate",
-    "ScriptedGenerator": "raglab.generate", "check_citations": "raglab.generate",
-    "Assistant": "raglab.assistant", "Answer": "raglab.assistant", "build_assistant": "raglab.assistant",
-    "choose_threshold": "raglab.assistant",
-    "golden_path": "raglab.corpora", "threshold_for": "raglab.corpora",
+    "Document": "raglab.book.documents", "CorpusError": "raglab.book.documents", "CorpusWarning": "raglab.book.documents",
+    "load_corpus": "raglab.book.documents", "corpus_stats": "raglab.book.documents", "python_docs_dir": "raglab.book.documents",
+    "Chunk": "raglab.book.chunking", "ChunkSettings": "raglab.book.chunking", "chunk_corpus": "raglab.book.chunking",
+    "chunk_document": "raglab.book.chunking", "compare_chunkings": "raglab.book.chunking", "find_headings": "raglab.book.chunking",
+    "load_tokenizer": "raglab.book.chunking", "token_lengths": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
+    "check_chunks": "raglab.book.chunking",
+    "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.book.embed",
+    "BM25": "raglab.book.bm25", "tokenize": "raglab.book.bm25",
+    "build_index": "raglab.infra.index", "load_index": "raglab.infra.index", "IndexNotReady": "raglab.infra.index",
+    "sync_pgvector": "raglab.infra.pg_index",
+    "rrf": "raglab.book.fusion", "Hit": "raglab.base.records",
+    "Retriever": "raglab.book.retrieve", "get_index": "raglab.book.retrieve",
+    "SentenceMaxReranker": "raglab.book.rerank", "make_reranker": "raglab.book.rerank",
+    "REFUSAL": "raglab.book.generate", "ExtractiveGenerator": "raglab.book.generate", "OpenAIGenerator": "raglab.book.generate",
+    "ScriptedGenerator": "raglab.book.generate", "check_citations": "raglab.book.generate",
+    "Assistant": "raglab.book.assistant", "Answer": "raglab.book.assistant", "build_assistant": "raglab.book.assistant",
+    "choose_threshold": "raglab.book.assistant",
+    "golden_path": "raglab.infra.corpora", "threshold_for": "raglab.infra.corpora",
     "load_golden": "raglab.evaluation.golden",
     "bootstrap_ci": "raglab.evaluation.statistics", "paired_test": "raglab.evaluation.statistics",
     "evaluate": "raglab.evaluation.scoreboard", "run_golden": "raglab.evaluation.scoreboard",
@@ -44,21 +43,27 @@ _API = {
     "scores_frame": "raglab.evaluation.scoreboard", "per_question": "raglab.evaluation.scoreboard",
     "results_table": "raglab.evaluation.scoreboard", "failure_cases": "raglab.evaluation.scoreboard",
     "run_bakeoff": "raglab.evaluation.bakeoff", "choose_winner": "raglab.evaluation.bakeoff",
-    "evaluation": "raglab", "experiments": "raglab", "course": "raglab", "surfaces": "raglab", "stores": "raglab",
-    "plots": "raglab.surfaces", "widgets": "raglab.surfaces", "artifacts": "raglab.course",
-    "exercises": "raglab.course",
 }
-__all__ = sorted(_API)
+# short name -> a module reachable as ``rl.<name>``
+_MODULES = {
+    "config": "raglab.base.config", "text": "raglab.base.text", "corpora": "raglab.infra.corpora",
+    "chunking": "raglab.book.chunking", "stores": "raglab.infra.stores",
+    "book": "raglab.book", "evaluation": "raglab.evaluation", "experiments": "raglab.experiments",
+    "course": "raglab.course", "surfaces": "raglab.surfaces",
+    "plots": "raglab.surfaces.plots", "widgets": "raglab.surfaces.widgets", "artifacts": "raglab.course.artifacts",
+    "exercises": "raglab.course.exercises",
+}
+__all__ = sorted([*_API, *_MODULES])
 
 
 def __getattr__(name: str):
     """Import a public name on first use (PEP 562)."""
-    if name not in _API:
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+    else:
         raise AttributeError(f"module 'raglab' has no attribute {name!r}")
-    where = _API[name]
-    module = importlib.import_module(f"{where}.{name}" if where in ("raglab", "raglab.surfaces", "raglab.course")
-                                     else where)
-    value = module if where in ("raglab", "raglab.surfaces", "raglab.course") else getattr(module, name)
     globals()[name] = value
     return value
 

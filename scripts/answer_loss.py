@@ -43,13 +43,13 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from raglab.assistant import build_assistant
+from raglab.book.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, facts_present, normalize
-from raglab.files import atomic_open
-from raglab.generate import quotables, source_at
-from raglab.injection import judged
-from raglab.selection import SentenceScorer
+from raglab.base.files import atomic_open
+from raglab.book.generate import quotables, source_at
+from raglab.guards.injection import judged
+from raglab.answerer.selection import SentenceScorer
 
 STAGES = ("not in the top 5", "refused: weak evidence", "only in sources 4-5", "in a source, no sentence",
           "removed", "refused: sentence floor", "refused: sentence score", "cut by the budget", "candidate not chosen", "refused: checks",

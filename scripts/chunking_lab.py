@@ -15,7 +15,7 @@ import datetime
 import time
 from pathlib import Path
 
-from raglab.chunking import ChunkSettings
+from raglab.book.chunking import ChunkSettings
 from raglab.evaluation.chunking_lab import RACE, run_race, save_race
 
 RESULTS = Path(__file__).resolve().parents[1] / "evals" / "results"

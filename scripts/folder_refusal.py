@@ -1,5 +1,5 @@
 """Refusal on folders nobody tuned for: each folder in evals/folders, with the threshold calibrated from
-the folder itself (raglab.calibration) and with the Python docs' small-profile threshold a folder got
+the folder itself (raglab.guards.calibration) and with the Python docs' small-profile threshold a folder got
 before, answerable questions answered and unanswerable ones refused (the extractive assistant).
 
     python scripts/folder_refusal.py [--folders evals/folders_round2] [--json OUT]
@@ -10,11 +10,11 @@ import argparse
 import json
 from pathlib import Path
 
-from raglab.assistant import build_assistant
-from raglab.config import PROJECT_ROOT
-from raglab.corpora import threshold_for
+from raglab.book.assistant import build_assistant
+from raglab.base.config import PROJECT_ROOT
+from raglab.infra.corpora import threshold_for
 from raglab.evaluation.golden import load_golden, user_for
-from raglab.files import atomic_open
+from raglab.base.files import atomic_open
 
 
 def measure(folder, threshold: float | None) -> dict:

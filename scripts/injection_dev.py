@@ -18,11 +18,11 @@ import json
 
 import numpy as np
 
-from raglab.config import PROJECT_ROOT
-from raglab.corpus import load_corpus
+from raglab.base.config import PROJECT_ROOT
+from raglab.book.documents import load_corpus
 from raglab.evaluation.injection_report import FRESH, load_suite
-from raglab.injection import RESOURCES, InjectionDetector, instruction_like, train_half
-from raglab.text import sentences
+from raglab.guards.injection import RESOURCES, InjectionDetector, instruction_like, train_half
+from raglab.base.text import sentences
 
 SUITES = ("injections", "injections_heldout", "injections_heldout2", "injections_heldout3")
 ROUND1 = FRESH["injection"]     # measured once on v2, dev since

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from raglab.corpus import load_corpus
-from raglab.injection import InjectionDetector
-from raglab.text import sentences
+from raglab.book.documents import load_corpus
+from raglab.guards.injection import InjectionDetector
+from raglab.base.text import sentences
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Write raglab/resources/docs_negatives.jsonl: ordinary sentences, labelled 0, for training the learned
-injection detector (raglab.injection): a seeded sample of Python-docs sentences, and, so that "not
+injection detector (raglab.guards.injection): a seeded sample of Python-docs sentences, and, so that "not
 the Python docs" is not learned as "injected", every sentence of the three fresh help folders in
 evals/folders (customer-facing help text) and of this project's own prose (README files and the
 notebooks' Markdown: text about models, prompts and answers written to people).
@@ -17,11 +17,11 @@ import argparse
 import json
 import random
 
-from raglab.config import PROJECT_ROOT
-from raglab.corpus import load_corpus
-from raglab.files import atomic_open
-from raglab.injection import instruction_like, train_half
-from raglab.text import sentence_spans, sentences
+from raglab.base.config import PROJECT_ROOT
+from raglab.book.documents import load_corpus
+from raglab.base.files import atomic_open
+from raglab.guards.injection import instruction_like, train_half
+from raglab.base.text import sentence_spans, sentences
 
 OUT = PROJECT_ROOT / "raglab" / "resources" / "docs_negatives.jsonl"
 

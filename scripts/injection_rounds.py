@@ -20,11 +20,11 @@ import random
 
 import numpy as np
 
-from raglab.config import PROJECT_ROOT
-from raglab.corpus import load_corpus
+from raglab.base.config import PROJECT_ROOT
+from raglab.book.documents import load_corpus
 from raglab.evaluation.injection_report import FRESH, in_page, load_suite, round_rows
-from raglab.injection import InjectionDetector, instruction_like, train_half, training_set
-from raglab.text import sentences
+from raglab.guards.injection import InjectionDetector, instruction_like, train_half, training_set
+from raglab.base.text import sentences
 
 ROUNDS = ("injection", "injection_round2", "injection_round3", "injection_round4", "injection_round5")
 THRESHOLDS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)

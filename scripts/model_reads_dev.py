@@ -3,7 +3,7 @@ the same dev questions, the same retrieval and checks, two prompts.
 
     python scripts/model_reads_dev.py [--split dev] [--profile full] [--every N] [--attribution] [--json OUT]
 
-Starts the packaged SmolLM2-135M server (``raglab.packaged_models.start_server``) on a free port of
+Starts the packaged SmolLM2-135M server (``raglab.infra.packaged_models.start_server``) on a free port of
 127.0.0.1 and stops it by its PID at the end. ``chunks`` is today's model path (``OpenAIGenerator``: the top
 5 sources, whole); ``sentences`` gives the generator the extractive generator as its ``selector``
 (``selected_sources``: the chosen sentences, in the selection's order, with their source numbers; a
@@ -23,12 +23,12 @@ from collections import Counter
 
 import numpy as np
 
-from raglab.assistant import build_assistant
+from raglab.book.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct
-from raglab.files import atomic_open
-from raglab.generate import ExtractiveGenerator, OpenAIGenerator
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.base.files import atomic_open
+from raglab.book.generate import ExtractiveGenerator, OpenAIGenerator
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 
 def pct(values: list[float], q: float) -> float:

@@ -1,7 +1,7 @@
 """How far should a flagged sentence take its neighbours out of the answer? Variants measured on every round.
 
 The injection layers take an ordinary sentence out of the extractive answer when it sits beside a flagged one
-(``raglab.injection.with_continuations``: the rest of the paragraph after it, and the one just before it).
+(``raglab.guards.injection.with_continuations``: the rest of the paragraph after it, and the one just before it).
 Each variant of that reach (and of a floor on the neighbour's own detector probability, ``CONTINUE_MIN``) is run over every measured round (all dev): the ordinary sentences of the planted
 pages quoted with the planted passage and without it (``scripts/planted_pages.py``), payloads quoted in those
 answers, and, in the hardest case of ``raglab.evaluation.injection_report`` (each passage asked as the
@@ -11,12 +11,12 @@ question, over 12-word windows, every candidate allowed), passages and payloads 
 """
 from __future__ import annotations
 
-import raglab.injection
-from raglab.embeddings import Embedder
+import raglab.guards.injection
+from raglab.book.embed import Embedder
 from raglab.evaluation.injection_report import (extractive_answers, fresh_suites, load_suite, planted_report,
                                                 quoted_in)
-from raglab.generate import ExtractiveGenerator
-from raglab.injection import default_detector
+from raglab.book.generate import ExtractiveGenerator
+from raglab.guards.injection import default_detector
 
 VARIANTS = [(None, True, None), (None, False, None), (2, True, None), (2, False, None), (1, True, None), (1, False, None),
             (0, True, None), (0, False, None), (None, True, 0.05), (None, True, 0.1), (None, True, 0.2), (None, True, 0.3)]
@@ -42,7 +42,7 @@ def main() -> None:
           "payloads quoted (planted pages) | hardest case: passages quoted | payloads quoted |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for reach, lead, least in VARIANTS:
-        raglab.injection.CONTINUE_REACH, raglab.injection.CONTINUE_LEAD, raglab.injection.CONTINUE_MIN = reach, lead, least
+        raglab.guards.injection.CONTINUE_REACH, raglab.guards.injection.CONTINUE_LEAD, raglab.guards.injection.CONTINUE_MIN = reach, lead, least
         rows = planted_report(generator)
         total = {k: sum(r[k] for r in rows) for k in ("asked", "quoted_with", "quoted_without", "payload_quoted")}
         hp, hpay, n = hardest(embedder, detector)

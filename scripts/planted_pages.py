@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from raglab.embeddings import Embedder
+from raglab.book.embed import Embedder
 from raglab.evaluation.injection_report import planted_report
-from raglab.files import atomic_open
-from raglab.generate import ExtractiveGenerator
+from raglab.base.files import atomic_open
+from raglab.book.generate import ExtractiveGenerator
 
 
 def table(rows: list[dict]) -> str:

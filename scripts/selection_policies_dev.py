@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab import config
-from raglab.assistant import build_assistant
+from raglab.base import config
+from raglab.book.assistant import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
-from raglab.generate import ExtractiveGenerator, source_at
+from raglab.book.generate import ExtractiveGenerator, source_at
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answer_loss import said  # noqa: E402  -- what quoting a sentence can put in an answer

@@ -5,7 +5,7 @@ there, and (with --write PATH) write it for ``ExtractiveGenerator(scorer=Sentenc
 
 On the dev split of the whole docs (the test split is not read), for every question: the default
 assistant's top 5 sources, the candidate sentences of the first ``--top-sources`` (injection layers
-applied as shipped) and their ``raglab.selection.SIGNALS``. A candidate's label is whether it is part of the
+applied as shipped) and their ``raglab.answerer.selection.SIGNALS``. A candidate's label is whether it is part of the
 golden set's evidence quote (or holds it): the sentence that states the fact. The logistic regression is
 fitted in 5 folds grouped by question, so every probability below is held out (no question is scored by
 a model that saw it).
@@ -34,13 +34,13 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import StandardScaler
 
-from raglab.assistant import build_assistant
-from raglab.config import PROJECT_ROOT
+from raglab.book.assistant import build_assistant
+from raglab.base.config import PROJECT_ROOT
 from raglab.evaluation.golden import fold, golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
-from raglab.files import atomic_open
-from raglab.generate import source_at
-from raglab.selection import SIGNALS, SentenceScorer, budget_words, sentence_signals
+from raglab.base.files import atomic_open
+from raglab.book.generate import source_at
+from raglab.answerer.selection import SIGNALS, SentenceScorer, budget_words, sentence_signals
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.0, 0.51, 0.01)]
 BUDGETS = list(range(40, 101, 5))

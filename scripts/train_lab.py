@@ -13,9 +13,9 @@ import json
 import time
 from dataclasses import asdict
 
-from raglab import config
+from raglab.base import config
 from raglab.experiments import training
-from raglab.training import KINDS, NEGATIVES
+from raglab.infra.training import KINDS, NEGATIVES
 
 OUT = config.PROJECT_ROOT / "evals" / "results" / "training-lab.jsonl"
 

@@ -5,8 +5,8 @@ os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 import pytest  # noqa: E402
 
-from raglab.chunking import ChunkSettings, chunk_corpus  # noqa: E402
-from raglab.corpus import load_corpus  # noqa: E402
+from raglab.book.chunking import ChunkSettings, chunk_corpus  # noqa: E402
+from raglab.book.documents import load_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +43,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedder(workdir):
     """The packaged MiniLM with a cache in the private working folder."""
-    from raglab.embeddings import Embedder
+    from raglab.book.embed import Embedder
 
     return Embedder()
 
@@ -51,7 +51,7 @@ def embedder(workdir):
 @pytest.fixture(scope="session")
 def index(workdir, embedder):
     """The help-center corpus, heading-aware chunks with prefixes, indexed once per session."""
-    from raglab.index import build_index
+    from raglab.infra.index import build_index
 
     return build_index("helpcenter", "small", HC_SETTINGS, embedder)
 
@@ -59,8 +59,8 @@ def index(workdir, embedder):
 @pytest.fixture(scope="session")
 def retriever(index, embedder):
     """Every search mode over the help-center index, with the offline sentence reranker."""
-    from raglab.rerank import SentenceMaxReranker
-    from raglab.retrieval import Retriever
+    from raglab.book.rerank import SentenceMaxReranker
+    from raglab.book.retrieve import Retriever
 
     return Retriever(index, embedder, SentenceMaxReranker(embedder))
 
@@ -72,7 +72,7 @@ def pg_url():
     import shutil
     import tempfile
 
-    from raglab.stores import pgvector_store as pgs
+    from raglab.infra.stores import pgvector_store as pgs
 
     root = tempfile.mkdtemp(prefix="raglab-pg-")
     mp = pytest.MonkeyPatch()
@@ -122,11 +122,11 @@ def json_retriever(python_docs, embedder):
     search mode, with the offline sentence reranker."""
     from pathlib import Path
 
-    from raglab.bm25 import BM25
-    from raglab.index import Index
-    from raglab.rerank import SentenceMaxReranker
-    from raglab.retrieval import Retriever
-    from raglab.stores.faiss_store import FaissStore
+    from raglab.book.bm25 import BM25
+    from raglab.infra.index import Index
+    from raglab.book.rerank import SentenceMaxReranker
+    from raglab.book.retrieve import Retriever
+    from raglab.infra.stores.faiss_store import FaissStore
 
     doc = next(d for d in python_docs if d.id == "library/json.txt")
     chunks = chunk_corpus([doc], ChunkSettings("headings", prefix=True))

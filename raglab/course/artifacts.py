@@ -17,8 +17,8 @@ import re
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-from raglab import config
-from raglab.files import atomic_open, read_jsonl, write_jsonl
+from raglab.base import config
+from raglab.base.files import atomic_open, read_jsonl, write_jsonl
 
 ENV = "RAGLAB_ARTIFACTS"
 RESULTS = "results.json"

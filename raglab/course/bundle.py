@@ -11,7 +11,7 @@ nothing the instructor keeps.
 - ``notebooks/``: the student release (solutions replaced by stubs, hidden tests removed, no outputs);
 - ``data/``, ``evals/``, ``config/``: the corpora, golden sets and prices the notebooks read;
 - ``raglab-course.json``: what the bundle is (version, date, the files and their sha256). An
-  installed ``raglab`` finds its course folder by this file (``raglab.config``).
+  installed ``raglab`` finds its course folder by this file (``raglab.base.config``).
 
 Before the archive is written, ``leaks`` searches every file of the bundle and of the wheel for the
 instructor's text (solution lines, hidden-test lines, the model answers of the prose questions, the
@@ -33,10 +33,12 @@ import time
 import zipfile
 from pathlib import Path
 
-from raglab import __version__, config
+from raglab import __version__
+
+from raglab.base import config
 from raglab.course.grading import BY_HAND, HIDDEN, SOLUTION
 from raglab.course.workbook import notebooks
-from raglab.files import atomic_dir, atomic_open
+from raglab.base.files import atomic_dir, atomic_open
 
 NAME = "raglab-course"
 # what the notebooks read besides the library: copied from the course folder into the bundle

@@ -42,7 +42,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from raglab import config
+from raglab.base import config
 from raglab.course import rubric
 from raglab.course.grading import (
     ASSIGNMENT,
@@ -56,7 +56,7 @@ from raglab.course.grading import (
     write_gradebook,
 )
 from raglab.course.workbook import notebooks
-from raglab.files import atomic_dir, atomic_open, crash_point
+from raglab.base.files import atomic_dir, atomic_open, crash_point
 
 RECORD = "record.json"
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from raglab import config
-from raglab.config import profile
-from raglab.corpus import load_corpus
-from raglab.packaged_models import minilm_path, quiet_loading
+from raglab.base import config
+from raglab.base.config import profile
+from raglab.book.documents import load_corpus
+from raglab.infra.packaged_models import minilm_path, quiet_loading
 
 
 def check_python() -> dict:

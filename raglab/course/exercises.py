@@ -26,7 +26,15 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab import bm25, chunking, fusion, generate, index
+from raglab.book import bm25
+
+from raglab.book import chunking
+
+from raglab.book import fusion
+
+from raglab.book import generate
+
+from raglab.infra import index
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics
 from raglab.experiments import cost, longcontext

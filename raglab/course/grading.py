@@ -32,7 +32,7 @@ from unittest import mock
 from raglab.course import rubric
 from raglab.course.exercises import PROSE_STUB, STUB, STUB_CALL
 from raglab.course.workbook import execute, notebooks
-from raglab.files import atomic_open
+from raglab.base.files import atomic_open
 
 ASSIGNMENT = "raglab"
 SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)

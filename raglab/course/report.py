@@ -16,7 +16,7 @@ from pathlib import Path
 from raglab.course import artifacts
 from raglab.evaluation.statistics import interval_text, paired_text
 from raglab.experiments.registry import EXPERIMENTS
-from raglab.files import atomic_open
+from raglab.base.files import atomic_open
 
 # Charts the notebooks save, in the order the report shows them, with their captions.
 CHARTS = {

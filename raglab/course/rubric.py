@@ -16,15 +16,15 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from raglab import config
-from raglab.chunking import token_lengths, word_positions
+from raglab.base import config
+from raglab.book.chunking import token_lengths, word_positions
 from raglab.course import artifacts, exercises
-from raglab.corpus import load_corpus
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import check_student_golden
-from raglab.files import atomic_open
-from raglab.generate import REFUSAL, parse_citations
-from raglab.packaged_models import MINILM_MAX_TOKENS
-from raglab.text import clean
+from raglab.base.files import atomic_open
+from raglab.book.generate import REFUSAL, parse_citations
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.base.text import clean
 
 # The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three
 # questions of thirty.

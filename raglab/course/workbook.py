@@ -5,14 +5,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from raglab import config
-from raglab.assistant import build_assistant
+from raglab.base import config
+from raglab.book.assistant import build_assistant
 from raglab.course import artifacts
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
 from raglab.evaluation.golden import golden_file
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
-from raglab.files import atomic_open
+from raglab.base.files import atomic_open
 
 NOTEBOOKS = config.PROJECT_ROOT / "notebooks"
 

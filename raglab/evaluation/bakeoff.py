@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.chunking import ChunkSettings, load_tokenizer, token_lengths
-from raglab.embeddings import Embedder
+from raglab.book.chunking import ChunkSettings, load_tokenizer, token_lengths
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
-from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever, get_index
+from raglab.book.rerank import SentenceMaxReranker
+from raglab.book.retrieve import Retriever, get_index
 
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 
-from raglab.bm25 import BM25
-from raglab.chunking import ChunkSettings
-from raglab.embeddings import Embedder
-from raglab.fusion import RRF_K, rrf
-from raglab.records import Hit
-from raglab.retrieval import get_index
+from raglab.book.bm25 import BM25
+from raglab.book.chunking import ChunkSettings
+from raglab.book.embed import Embedder
+from raglab.book.fusion import RRF_K, rrf
+from raglab.base.records import Hit
+from raglab.book.retrieve import get_index
 
 COURSE_TOKEN = re.compile(r"[a-z0-9_]+")
 DEPTH = 20            # the course's dense_search and bm25.search return 20 each

@@ -25,17 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.chunking import ChunkSettings, check_chunks, load_tokenizer, token_lengths
-from raglab.config import PROJECT_ROOT
-from raglab.corpora import entry
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder
+from raglab.book.chunking import ChunkSettings, check_chunks, load_tokenizer, token_lengths
+from raglab.base.config import PROJECT_ROOT
+from raglab.infra.corpora import entry
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import golden_file, load_golden
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
-from raglab.files import atomic_open
-from raglab.packaged_models import MINILM_MAX_TOKENS
-from raglab.retrieval import Retriever, get_index
+from raglab.base.files import atomic_open
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.book.retrieve import Retriever, get_index
 
 RACE = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("large"), ChunkSettings("headings"),
         ChunkSettings("headings", prefix=True), ChunkSettings("recursive"), ChunkSettings("tokens"),
@@ -48,7 +48,7 @@ RESULTS = {"dev": PROJECT_ROOT / "evals" / "results" / "chunking-lab.json",
 
 
 def default_chunking(corpus: str = "python-docs") -> ChunkSettings:
-    """The chunking the corpus's assistant uses (``raglab.corpora``): the race's reference row."""
+    """The chunking the corpus's assistant uses (``raglab.infra.corpora``): the race's reference row."""
     strategy, prefix = entry(corpus).chunking if entry(corpus) else ("words", False)
     return ChunkSettings(strategy, prefix=prefix)
 

@@ -2,7 +2,7 @@
 
     {"id", "type", "question", "answer", "facts": [...], "evidence": [{"doc": ..., "quote": ...}]}
 
-The sets that ship are found by corpus name in ``raglab.corpora``; ``$RAGLAB_GOLDEN`` names a file
+The sets that ship are found by corpus name in ``raglab.infra.corpora``; ``$RAGLAB_GOLDEN`` names a file
 used instead (a student's own set, checked by ``check_student_golden``: ``raglab golden check FILE``)."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raglab import config
-from raglab.corpora import REGISTRY, golden_path
-from raglab.corpus import load_corpus
+from raglab.base import config
+from raglab.infra.corpora import REGISTRY, golden_path
+from raglab.book.documents import load_corpus
 
 SPLITS = ("dev", "test")
 TYPES = ("fact", "multi", "identifier", "paraphrase", "unanswerable")
@@ -126,7 +126,7 @@ def load_golden(path: str | Path, docs=None, split: str | None = None) -> list[Q
     """Read and validate a golden set; an error names the file, line and field (the first problem).
 
     ``path`` is a JSONL file or the name of a bundled corpus (``"python-docs"``: its golden set
-    for the current profile, from ``raglab.corpora``, or the file ``$RAGLAB_GOLDEN`` names when it
+    for the current profile, from ``raglab.infra.corpora``, or the file ``$RAGLAB_GOLDEN`` names when it
     is set). With ``docs`` (the corpus), every evidence document must exist and contain its quote.
     ``split`` (``dev`` or ``test``) keeps that split's questions only; a file without splits is
     then an error.

@@ -21,16 +21,16 @@ import re
 import time
 from pathlib import Path
 
-from raglab import config
-from raglab.assistant import build_assistant
-from raglab.corpora import golden_path
-from raglab.corpus import load_corpus
+from raglab.base import config
+from raglab.book.assistant import build_assistant
+from raglab.infra.corpora import golden_path
+from raglab.book.documents import load_corpus
 from raglab.evaluation.baseline import CourseBaseline
 from raglab.evaluation.golden import SPLITS, Question, load_golden
 from raglab.evaluation.scoreboard import Result, evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test, paired_text, percentile
-from raglab.packaged_models import TRAINED_PREFIX
-from raglab.training import cached_model
+from raglab.infra.packaged_models import TRAINED_PREFIX
+from raglab.infra.training import cached_model
 
 RETRIEVAL = ("doc_hit@5", "recall@5", "mrr@10", "hit@1")
 ANSWERS = ("abstention", "facts")

@@ -16,12 +16,12 @@ import json
 import re
 from pathlib import Path
 
-from raglab import config
-from raglab.chunking import ChunkSettings, chunk_document
-from raglab.corpus import Document, load_corpus
-from raglab.generate import ExtractiveGenerator, source_at
-from raglab.injection import InjectionDetector, foreign_script, instruction_like, normalize, train_half
-from raglab.text import sentences
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings, chunk_document
+from raglab.book.documents import Document, load_corpus
+from raglab.book.generate import ExtractiveGenerator, source_at
+from raglab.guards.injection import InjectionDetector, foreign_script, instruction_like, normalize, train_half
+from raglab.base.text import sentences
 
 # ordinary sentences of a help page, around each injection
 AROUND = ["Charge the lamp for two hours before you use it for the first time.",

@@ -21,14 +21,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from raglab import config
-from raglab.corpora import REGISTRY, golden_path
+from raglab.base import config
+from raglab.infra.corpora import REGISTRY, golden_path
 from raglab.evaluation.golden import Question, jsonl_records, load_golden
 from raglab.evaluation.metrics import answer_correct, facts_present
 from raglab.evaluation.scoreboard import citation_support
 from raglab.evaluation.statistics import bootstrap_ci
-from raglab.generate import REFUSAL, GeneratorUnavailable, openai_client
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.book.generate import REFUSAL, GeneratorUnavailable, openai_client
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 LABELS = ("correct", "partial", "incorrect")
 UNPARSEABLE = "unparseable"

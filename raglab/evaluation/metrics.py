@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from raglab.chunking import Chunk
+from raglab.book.chunking import Chunk
 from raglab.evaluation.golden import Question, fold
 
 

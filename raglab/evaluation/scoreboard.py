@@ -10,8 +10,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from raglab import traces as trace_files
-from raglab.corpus import load_corpus
+from raglab.infra import traces as trace_files
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import Question, load_golden, user_for
 from raglab.evaluation.metrics import (
     answer_correct,
@@ -24,7 +24,7 @@ from raglab.evaluation.metrics import (
     supports,
 )
 from raglab.evaluation.statistics import bootstrap_ci, percentile, quantile
-from raglab.generate import Source, check_citations
+from raglab.book.generate import Source, check_citations
 
 # ---------------------------------------------------------------- metrics on ranked id lists
 

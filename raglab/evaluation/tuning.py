@@ -3,17 +3,17 @@
 On a split golden set (the full docs') only the ``dev`` questions are loaded, so the test split is
 never seen by any choice; on an unsplit set (the small profile's) every question is used and the
 result is labelled in-sample. ``raglab tune`` prints the choice next to the value the registry
-(``raglab.corpora``) holds; ``tests/evaluation/test_tuning.py`` checks they agree.
+(``raglab.infra.corpora``) holds; ``tests/evaluation/test_tuning.py`` checks they agree.
 
 The other defaults (heading-aware chunks with the prefix, the title field, release-note demotion,
 no reranker) were chosen on the same dev split in the lab recorded in ``evals/full_docs_lab.md``.
 """
 from __future__ import annotations
 
-from raglab.assistant import build_assistant, choose_threshold
-from raglab.calibration import record
-from raglab.corpora import registered, threshold_for
-from raglab.corpus import load_corpus
+from raglab.book.assistant import build_assistant, choose_threshold
+from raglab.guards.calibration import record
+from raglab.infra.corpora import registered, threshold_for
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import Question, golden_file, load_golden, user_for
 
 
@@ -34,7 +34,7 @@ def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=No
     """Choose the refusal threshold of the corpus's default assistant on the tuning questions
     (``choose_threshold``: Youden's J, lowest cut within 0.02 of the best). For a folder of the user's
     own, ``registry`` is the threshold calibrated from the folder, and ``save`` records the choice in
-    its index manifest in its place (``raglab.calibration``)."""
+    its index manifest in its place (``raglab.guards.calibration``)."""
     questions, basis = tuning_questions(corpus, profile, golden)
     assistant = build_assistant(corpus, profile)
     strength = evidence_strengths(assistant, questions)
@@ -45,7 +45,7 @@ def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=No
     current = threshold_for(corpus, profile, signal) if registered(corpus) else assistant.threshold
     if save:
         if registered(corpus):
-            raise ValueError(f"{corpus!r} is a bundled corpus: its thresholds live in raglab/corpora.py, not in an index")
+            raise ValueError(f"{corpus!r} is a bundled corpus: its thresholds live in raglab/infra/corpora.py, not in an index")
         record(assistant.retriever.index, {"threshold": threshold, "signal": signal, "method": (
             f"golden set {golden or golden_file(corpus, profile)}: Youden's J {round(j, 4)} on "
             f"{len(questions)} {basis} questions")})
@@ -63,4 +63,4 @@ def format_tuning(result: dict) -> str:
     if not registered(result["corpus"]):
         return line + (f"recorded in the folder's index in place of {result['registry']}" if result.get("saved")
                        else f"the folder's index holds {result['registry']} (--save records this choice)")
-    return line + f"raglab.corpora holds {result['registry']}" + ("" if same else "  <- differs: update raglab/corpora.py")
+    return line + f"raglab.infra.corpora holds {result['registry']}" + ("" if same else "  <- differs: update raglab/infra/corpora.py")

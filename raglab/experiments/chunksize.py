@@ -16,14 +16,14 @@ import time
 
 import numpy as np
 
-from raglab import config
-from raglab.chunking import DEFAULTS, ChunkSettings, load_tokenizer, token_lengths
-from raglab.embeddings import Embedder
+from raglab.base import config
+from raglab.book.chunking import DEFAULTS, ChunkSettings, load_tokenizer, token_lengths
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
-from raglab.packaged_models import MINILM_MAX_TOKENS
-from raglab.retrieval import Retriever, get_index
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.book.retrieve import Retriever, get_index
 
 OVERLAP_RATIO = {s: DEFAULTS[s][1] / DEFAULTS[s][0] for s in DEFAULTS}   # words 0.2, chars 0.16
 MODES = ("dense", "hybrid")
@@ -63,7 +63,7 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
         sizes: the ``ChunkSettings`` to compare.
         k: the cut-off of evidence recall.
         modes: the retrieval modes to score.
-        golden: a golden-set file; None takes the corpus's own (``raglab.corpora``).
+        golden: a golden-set file; None takes the corpus's own (``raglab.infra.corpora``).
         embedder: the ``Embedder`` (default: the packaged MiniLM).
         limit: the token limit counted against (default: MiniLM's 256).
     """

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab import config
-from raglab.assistant import Assistant, build_assistant
+from raglab.base import config
+from raglab.book.assistant import Assistant, build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
@@ -47,8 +47,8 @@ from raglab.experiments.tokens import (
     count_message_tokens,
     count_tokens,
 )
-from raglab.generate import OpenAIGenerator, build_messages
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.book.generate import OpenAIGenerator, build_messages
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 PRICES_PATH = config.PROJECT_ROOT / "config" / "prices.json"
 LOCAL_KEY = "local-smollm2"

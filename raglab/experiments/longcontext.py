@@ -1,11 +1,11 @@
 """When not to use RAG: a long-context baseline that puts WHOLE documents in the prompt.
 
-``pack_documents`` ranks the corpus's documents with document-level BM25 (``raglab.bm25``, the same
+``pack_documents`` ranks the corpus's documents with document-level BM25 (``raglab.book.bm25``, the same
 scorer as the chunk index, one row a page) and puts whole pages in the prompt, most relevant first,
 until the model's context budget is full: a page that does not fit is skipped and the next one
 tried; when not even the top page fits, it is cut at the budget (on a line or word end) and the
 info says so (``truncated``). The budget counts the sources block exactly as the prompt renders it
-(``raglab.generate.render_sources``: the ``<doc>`` tags and the escaped text) with SmolLM2's
+(``raglab.book.generate.render_sources``: the ``<doc>`` tags and the escaped text) with SmolLM2's
 tokenizer; by default it is the local server's window (4096 tokens) minus the answer (300 tokens,
 ``OpenAIGenerator``'s ``max_tokens``), minus the instructions and question rendered in the chat
 template, minus a margin of 8 tokens for tokens that merge across the block's boundaries.
@@ -21,7 +21,7 @@ evidence gate (refuse when the retrieval arm refused for weak evidence), which s
 pages instead of chunks" from "no evidence gate".
 
 The extractive generator on whole pages. ``ExtractiveGenerator`` quotes from the top 3 sources and
-reads at most 24 sentences of each (``raglab.rerank.MAX_SENTENCES``): harmless on 150-word chunks
+reads at most 24 sentences of each (``raglab.book.rerank.MAX_SENTENCES``): harmless on 150-word chunks
 (1 of the small profile's 593 chunks has more), but on whole pages it would silently read only
 each page's opening. Both arms therefore use the SAME generator object, with its per-source
 sentence cap (``ExtractiveGenerator(sentence_cap=...)``) as a parameter: ``sentence_cap=None``
@@ -40,12 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab import config
-from raglab.assistant import Assistant, build_assistant
-from raglab.bm25 import BM25
-from raglab.chunking import Chunk
-from raglab.corpus import PUBLIC, load_corpus
-from raglab.index import Index
+from raglab.base import config
+from raglab.book.assistant import Assistant, build_assistant
+from raglab.book.bm25 import BM25
+from raglab.book.chunking import Chunk
+from raglab.book.documents import PUBLIC, load_corpus
+from raglab.infra.index import Index
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
@@ -58,7 +58,7 @@ from raglab.experiments.tokens import (
     count_message_tokens,
     count_tokens,
 )
-from raglab.generate import (
+from raglab.book.generate import (
     REFUSAL,
     ExtractiveGenerator,
     OpenAIGenerator,
@@ -68,8 +68,8 @@ from raglab.generate import (
     render_sources,
     source_at,
 )
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
-from raglab.records import Hit
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.base.records import Hit
 
 MARGIN = 8          # tokens kept free for merges across the sources block's boundaries
 _SLACK = 16         # a page whose own token count exceeds the room left by more than this cannot fit

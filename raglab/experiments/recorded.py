@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from raglab import config
-from raglab.files import atomic_open
+from raglab.base import config
+from raglab.base.files import atomic_open
 
 
 def recording(name: str, params: dict) -> Path | None:

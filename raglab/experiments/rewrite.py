@@ -19,20 +19,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from raglab import config
-from raglab.chunking import ChunkSettings
-from raglab.corpora import entry
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings
+from raglab.infra.corpora import entry
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
-from raglab.fusion import RRF_K, rrf
-from raglab.generate import openai_client
-from raglab.records import Hit
-from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import CANDIDATES, Retriever, get_index
+from raglab.book.fusion import RRF_K, rrf
+from raglab.book.generate import openai_client
+from raglab.base.records import Hit
+from raglab.book.rerank import SentenceMaxReranker
+from raglab.book.retrieve import CANDIDATES, Retriever, get_index
 
 # ---------------------------------------------------------------- word classes
 
@@ -384,7 +384,7 @@ def parse_queries(text: str, question: str, max_queries: int = 3) -> list[str]:
 
 class LLMRewriter:
     """Sub-queries from the configured OpenAI-compatible model, with the settings of
-    ``raglab.generate.OpenAIGenerator`` (``LLM_BASE_URL``, ``LLM_MODEL``, ``LLM_API_KEY``), temperature 0.
+    ``raglab.book.generate.OpenAIGenerator`` (``LLM_BASE_URL``, ``LLM_MODEL``, ``LLM_API_KEY``), temperature 0.
 
     When the server cannot be reached (or does not answer within ``timeout``) the rules answer instead:
     ``last_ran`` becomes ``"rules (fallback from llm:MODEL)"``, ``note`` says why, and this rewriter does
@@ -494,7 +494,7 @@ def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = No
                            mode: str = "hybrid", k: int = 5, golden=None, embedder=None) -> dict:
     """Evidence recall@k on the multi-passage golden questions (type ``multi``) without and with rewriting.
 
-    The index uses the corpus's default chunking (``raglab.corpora``); each question is
+    The index uses the corpus's default chunking (``raglab.infra.corpora``); each question is
     asked with its access groups; the baseline is ``raglab.evaluation.evaluate``'s recall, the rewritten
     one ``evidence_recall`` of ``rewrite_search``'s top ``k``.
 

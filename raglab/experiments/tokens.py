@@ -6,9 +6,9 @@ import atexit
 import contextlib
 from functools import lru_cache
 
-from raglab.packaged_models import smollm2_gguf
+from raglab.infra.packaged_models import smollm2_gguf
 
-N_CTX = 4096                  # the context window raglab.packaged_models.start_server gives the local server
+N_CTX = 4096                  # the context window raglab.infra.packaged_models.start_server gives the local server
 
 
 MAX_TOKENS = 300              # OpenAIGenerator's default answer budget

@@ -11,18 +11,18 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, replace
 
-from raglab import config
-from raglab.assistant import build_assistant
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpora import entry, golden_path, registered
-from raglab.corpus import load_corpus
-from raglab.embeddings import Embedder
+from raglab.base import config
+from raglab.book.assistant import build_assistant
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.infra.corpora import entry, golden_path, registered
+from raglab.book.documents import load_corpus
+from raglab.book.embed import Embedder
 from raglab.evaluation.golden import SPLITS, load_golden
 from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import interval_text, paired_text
 from raglab.experiments.recorded import recorded, recorded_note
-from raglab.training import (
+from raglab.infra.training import (
     KINDS,
     Pair,
     TrainSettings,

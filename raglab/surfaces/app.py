@@ -54,10 +54,10 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from markdown_it import MarkdownIt
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from raglab import config
-from raglab.answer_cache import AnswerCache
-from raglab.assistant import build_assistant
-from raglab.generate import GeneratorUnavailable, whole_sentences
+from raglab.base import config
+from raglab.infra.answer_cache import AnswerCache
+from raglab.book.assistant import build_assistant
+from raglab.book.generate import GeneratorUnavailable, whole_sentences
 from raglab.surfaces import guard
 
 log = logging.getLogger("raglab.surfaces.app")
@@ -490,7 +490,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
     ``tokens`` (``{token: [group, ...]}``) wins over ``tokens_file``, which wins over ``$RAGLAB_TOKENS``
     and ``config/tokens.json``; they are read now, so a missing file fails here and not on a request.
     ``queue_size`` and ``deadline_s`` default to ``$RAGLAB_QUEUE_SIZE`` and ``$RAGLAB_DEADLINE_S`` (64, 30 s).
-    ``answer_cache``: answers kept to serve again without the queue (``raglab.answer_cache``; 0: none).
+    ``answer_cache``: answers kept to serve again without the queue (``raglab.infra.answer_cache``; 0: none).
     """
     caller = Caller(parse_tokens(tokens, "tokens") if tokens is not None else load_tokens(tokens_file))
     loader = loader or assistant_loader(corpus, profile)

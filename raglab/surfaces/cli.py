@@ -36,10 +36,10 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from raglab import config
-from raglab.assistant import build_assistant
-from raglab.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
-from raglab.corpus import (
+from raglab.base import config
+from raglab.book.assistant import build_assistant
+from raglab.book.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
+from raglab.book.documents import (
     CorpusError,
     CorpusWarning,
     corpus_stats,
@@ -48,13 +48,13 @@ from raglab.corpus import (
     load_corpus,
     page_access,
 )
-from raglab.corpora import REGISTRY, entry, registered, threshold_for
+from raglab.infra.corpora import REGISTRY, entry, registered, threshold_for
 from raglab.course.artifacts import jsonable, save_json
 from raglab.course import bundle, classroom, grading
 from raglab.course.report import write_report
 from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
-from raglab.embeddings import Embedder
+from raglab.book.embed import Embedder
 from raglab.evaluation import chunking_lab as lab
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
@@ -65,12 +65,12 @@ from raglab.evaluation.tuning import format_tuning, tune_threshold
 from raglab.experiments import training as corpus_training
 from raglab.experiments.registry import EXPERIMENTS
 from raglab.experiments.rewrite import make_rewriter
-from raglab.files import atomic_open, write_jsonl
-from raglab.index import IndexNotReady, build_index
-from raglab.packaged_models import TRAINED_PREFIX, serve_forever
-from raglab.pg_index import sync_pgvector
-from raglab.rerank import make_reranker
-from raglab.retrieval import Levers, Retriever, get_index
+from raglab.base.files import atomic_open, write_jsonl
+from raglab.infra.index import IndexNotReady, build_index
+from raglab.infra.packaged_models import TRAINED_PREFIX, serve_forever
+from raglab.infra.pg_index import sync_pgvector
+from raglab.book.rerank import make_reranker
+from raglab.book.retrieve import Levers, Retriever, get_index
 from raglab.surfaces.guard import guarded
 from raglab.surfaces.plots import bakeoff_bars, hit_heatmap, quality_vs_cost, recall_vs_tokens, score_vs_size
 
@@ -103,8 +103,8 @@ def refusal_info(corpus: str, profile: str) -> dict:
     e = entry(corpus)
     if registered(corpus):
         t = threshold_for(corpus, profile)
-        return {"threshold": t, "signal": e.signal, "method": "raglab.corpora (chosen on the corpus's golden set)",
-                "text": f"below {t} ({e.signal} signal), chosen on the corpus's golden set (raglab/corpora.py)"}
+        return {"threshold": t, "signal": e.signal, "method": "raglab.infra.corpora (chosen on the corpus's golden set)",
+                "text": f"below {t} ({e.signal} signal), chosen on the corpus's golden set (raglab/infra/corpora.py)"}
     strategy, prefix = e.chunking
     try:
         index = get_index(corpus, profile, ChunkSettings(strategy, prefix=prefix), Embedder(), build=False)
@@ -143,7 +143,7 @@ def cmd_chunk(args) -> int:
 
 
 def _settings(args) -> ChunkSettings:
-    """The chunking the options ask for; without ``--strategy``, the corpus's default (``raglab.corpora``)."""
+    """The chunking the options ask for; without ``--strategy``, the corpus's default (``raglab.infra.corpora``)."""
     strategy, prefix = entry(args.corpus).chunking if args.strategy is None else (args.strategy, False)
     if args.prefix is not None:
         prefix = args.prefix
@@ -568,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--tokens-file", help="JSON {\"tokens\": {token: [groups]}} (default: $RAGLAB_TOKENS or config/tokens.json)")
     srv.add_argument("--generator", choices=("extractive", "openai"),
                      help="default: openai when LLM_BASE_URL is set, else extractive")
-    srv.add_argument("--trace", help="append the JSONL traces here (default .raglab/traces/asks.jsonl)")
+    srv.add_argument("--trace", help="append the JSONL traces here (default .raglab/infra/traces/asks.jsonl)")
     srv.add_argument("--queue-size", type=int, metavar="N",
                      help="questions that may wait for the worker; one more is a 503 (default $RAGLAB_QUEUE_SIZE or 64)")
     srv.add_argument("--deadline", type=float, metavar="S",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Sequence
 
-from raglab.chunking import Chunk
+from raglab.book.chunking import Chunk
 
 
 def _plt():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import re
 
-from raglab.assistant import Answer
+from raglab.book.assistant import Answer
 
 
 def answer_html(answer: Answer, chunk_text: dict[str, str]) -> str:

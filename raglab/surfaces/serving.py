@@ -35,8 +35,8 @@ from pathlib import Path
 
 import httpx
 
-from raglab import config
-from raglab.chunking import ChunkSettings
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings
 from raglab.surfaces.app import (DEFAULT_MAX_BODY, HOST, BodyLimit, _send_json, assistant_loader, create_app,
                                  deadline_setting, retry_after)
 

@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Mapping
 import ipywidgets as widgets
 from IPython.display import HTML, display
 
-from raglab.assistant import Answer
-from raglab.chunking import (
+from raglab.book.assistant import Answer
+from raglab.book.chunking import (
     UNITS,
     Chunk,
     ChunkSettings,
@@ -37,8 +37,8 @@ from raglab.chunking import (
     load_tokenizer,
     token_lengths,
 )
-from raglab.corpus import Document
-from raglab.packaged_models import MINILM_MAX_TOKENS
+from raglab.book.documents import Document
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS
 from raglab.surfaces.render import answer_html
 
 __all__ = ["AskBox", "ChunkExplorer", "answer_widget_html", "ask_box", "chunk_explorer", "chunk_html",

@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab import config
+from raglab.base import config
 from raglab.course import bundle, grading
 from raglab.surfaces.cli import main
 
@@ -134,7 +134,7 @@ def _in_venv(installed, *args, cwd=None, timeout=1200):
 
 def test_the_installed_raglab_is_the_wheel_and_reads_the_bundle(installed):
     top, venv, _ = installed
-    run = _in_venv(installed, "python", "-c", "import raglab, raglab.config as c; print(raglab.__file__); print(c.PROJECT_ROOT)",
+    run = _in_venv(installed, "python", "-c", "import raglab, raglab.base.config as c; print(raglab.__file__); print(c.PROJECT_ROOT)",
                    cwd=top / "notebooks")
     where, home = run.stdout.split()
     assert Path(where).is_relative_to(venv) and Path(home) == top, run.stdout + run.stderr

@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from raglab.course.workbook import execute, render_html
-from raglab.progress import in_notebook, progress_bar
+from raglab.base.progress import in_notebook, progress_bar
 
 
 def test_outside_a_kernel_the_bar_is_tqdm_on_stderr():
@@ -34,7 +34,7 @@ def _stderr_lines(nb) -> list[int]:
 
 @pytest.mark.slow
 def test_in_a_kernel_the_bar_is_one_line_updated_in_place(tmp_path, capfd):
-    path = _notebook(tmp_path, "import time\nfrom raglab.progress import progress_bar, in_notebook\n"
+    path = _notebook(tmp_path, "import time\nfrom raglab.base.progress import progress_bar, in_notebook\n"
                                "assert in_notebook()\nbar = progress_bar(500, 'embedding', 'text')\n"
                                "for _ in range(500):\n    bar.update(1)\n    time.sleep(0.002)\nbar.close()")
     nb = execute(path, timeout=120)

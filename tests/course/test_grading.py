@@ -109,7 +109,7 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
 
 def test_own_work_catches_the_library_function_a_wrapper_and_a_renamed_call():
     import raglab as rl
-    from raglab.fusion import rrf as renamed
+    from raglab.book.fusion import rrf as renamed
 
     ns = {"__name__": "__main__", "rl": rl, "renamed": renamed}
     exec("def wrapper(r, k=60):\n    return rl.rrf(r, k)\n"
@@ -238,7 +238,7 @@ COPIES_THE_CHUNKER = """def chunk_words(words, size=150, overlap=30):
     nth = {start: n for n, (start, _) in enumerate(rl.chunking.word_positions(text))}
     return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunking.word_spans(text, size, overlap)]"""
 
-WRAPS_THE_CHECK = """from raglab.generate import parse_citations as find_markers
+WRAPS_THE_CHECK = """from raglab.book.generate import parse_citations as find_markers
 
 def _numbers(answer):
     return find_markers(answer)

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from raglab.chunking import ChunkSettings, chunk_corpus
+from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.course import artifacts
 from raglab.course.rubric import (
     CRITERIA,
@@ -331,8 +331,7 @@ def _submission(tmp_path, golden_rows, answers: dict[str, str] | None = None):
 
 
 def test_a_submission_copied_from_the_project_and_the_reference_is_flagged(project_artifacts, tmp_path):
-    from raglab import config
-
+    from raglab.base import config
     project = [json.loads(x) for x in (config.PROJECT_ROOT / "evals" / "python_docs_golden.jsonl").read_text().splitlines()]
     sub = _submission(tmp_path, project)
     results = {r.criterion: r for r in check(project_artifacts, submission=sub)}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab.corpus import load_corpus
+from raglab.book.documents import load_corpus
 from raglab.course import grading
 from raglab.course.workbook import execute
 

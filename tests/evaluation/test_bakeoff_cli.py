@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import pytest
 
-from raglab.chunking import ChunkSettings
+from raglab.book.chunking import ChunkSettings
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.surfaces.cli import main
 

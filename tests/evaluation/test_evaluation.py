@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab import config
-from raglab.chunking import Chunk
+from raglab.base import config
+from raglab.book.chunking import Chunk
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import (
     doc_hit,

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from raglab import config
-from raglab.chunking import ChunkSettings, chunk_corpus
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.evaluation import headline
-from raglab.training import TrainSettings, mine_pairs, train_bi_encoder
+from raglab.infra.training import TrainSettings, mine_pairs, train_bi_encoder
 
 TINY = TrainSettings(pairs=24, batch_size=8, epochs=3, learning_rate=1e-4, max_length=64, cross_max_length=96,
                      warmup=0.0)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from raglab import config
-from raglab.chunking import Chunk
-from raglab.corpus import load_corpus
+from raglab.base import config
+from raglab.book.chunking import Chunk
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import Question, fold, load_golden
 from raglab.evaluation.judge import (
     FACT_CHECK_NAME,
@@ -38,7 +38,7 @@ from raglab.evaluation.judge import (
 from raglab.evaluation.metrics import answer_correct
 from raglab.evaluation.scoreboard import citation_support
 from raglab.evaluation.statistics import bootstrap_ci
-from raglab.generate import REFUSAL
+from raglab.book.generate import REFUSAL
 from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from raglab import config
-from raglab.corpora import golden_path
-from raglab.corpus import load_corpus
+from raglab.base import config
+from raglab.infra.corpora import golden_path
+from raglab.book.documents import load_corpus
 from raglab.evaluation import tuning
 from raglab.evaluation.golden import (
     STUDENT_MIX,

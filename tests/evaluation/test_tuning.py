@@ -1,4 +1,4 @@
-"""Tuning reads dev only, and the defaults in raglab.corpora are what dev chooses.
+"""Tuning reads dev only, and the defaults in raglab.infra.corpora are what dev chooses.
 
 - ``tune_threshold`` on the split golden set hands the assistant the dev questions and nothing else;
 - the committed dev run (``evals/results/python-docs-full-tuning.json``, made by
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from raglab import config
-from raglab.assistant import choose_threshold
-from raglab.corpora import entry, threshold_for
+from raglab.base import config
+from raglab.book.assistant import choose_threshold
+from raglab.infra.corpora import entry, threshold_for
 from raglab.evaluation import tuning
 from raglab.evaluation.headline import dev_choice, lab_levers
 
@@ -94,7 +94,7 @@ def test_the_headline_run_used_the_same_evidence_on_dev():
         assert report["evidence_strength"][qid] == pytest.approx(strength, abs=1e-5)
 
 
-# What each candidate configuration of the lab means in raglab.corpora's terms
+# What each candidate configuration of the lab means in raglab.infra.corpora's terms
 # (chunking, rerank, title_weight, demote_factor).
 MEANING = {
     "ref-headings-prefix-hybrid": (("headings", True), False, 0.0, 1.0),

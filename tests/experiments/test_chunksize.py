@@ -4,9 +4,9 @@ the per-question rows, the verdict and the plot's axes."""
 import numpy as np
 import pytest
 
-from raglab import config
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpus import load_corpus
+from raglab.base import config
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci
@@ -16,7 +16,7 @@ from raglab.experiments.chunksize import (
     run_chunksize_experiment,
     scaled,
 )
-from raglab.index import load_index
+from raglab.infra.index import load_index
 
 SIZES = (scaled("words", 150), ChunkSettings("headings", prefix=True))   # the second is the `index` fixture's
 
@@ -35,7 +35,7 @@ def test_settings_and_overlap_ratio():
 def test_share_over_limit_matches_transformers_tokenizer(result):
     from transformers import AutoTokenizer
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     tok = AutoTokenizer.from_pretrained(str(minilm_path()))
     docs = load_corpus("helpcenter", "small")
@@ -51,7 +51,7 @@ def test_share_over_limit_matches_transformers_tokenizer(result):
 
 
 def test_recall_comes_from_the_per_question_rows(result, embedder):
-    from raglab.retrieval import Retriever
+    from raglab.book.retrieve import Retriever
 
     golden = [q for q in load_golden(config.PROJECT_ROOT / "evals" / "helpcenter_golden.jsonl") if q.type != "unanswerable"]
     assert result["question_ids"] == [q.id for q in golden] and result["n_questions"] == len(golden)

@@ -11,7 +11,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from raglab.corpus import load_corpus
+from raglab.book.documents import load_corpus
 from raglab.experiments.cost import (
     LOCAL_KEY,
     NO_CALL,
@@ -24,8 +24,8 @@ from raglab.experiments.cost import (
     run_cost_experiment,
 )
 from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_tokens
-from raglab.generate import Source, build_messages
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.book.generate import Source, build_messages
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
@@ -72,7 +72,7 @@ def test_chat_prompt_uses_the_models_template():
 
 
 def _doc_source(doc, n=1, limit=1500):
-    from raglab.chunking import Chunk
+    from raglab.book.chunking import Chunk
 
     text = doc.text[:limit]
     return Source(n, Chunk(doc.id + "#0", doc.id, (doc.title,), 0, len(text), text, text, doc.access, "words"))
@@ -228,7 +228,7 @@ def test_recommendation_and_report_are_built_from_the_numbers(experiment):
 
 def test_tokenizer_fallback_when_the_server_reports_no_usage(server):
     from raglab.experiments.cost import token_usage
-    from raglab.generate import Generation
+    from raglab.book.generate import Generation
 
     docs = {d.id: d for d in load_corpus("python-docs", "small")}
     sources = [_doc_source(docs["library/heapq.txt"])]

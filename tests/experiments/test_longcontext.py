@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from raglab.bm25 import tokenize
-from raglab.corpus import make_document
+from raglab.book.bm25 import tokenize
+from raglab.book.documents import make_document
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import facts_present
 from raglab.experiments.longcontext import (
@@ -24,13 +24,13 @@ from raglab.experiments.longcontext import (
     run_longcontext_experiment,
 )
 from raglab.experiments.tokens import count_message_tokens, count_tokens
-from raglab.generate import ExtractiveGenerator, Source, build_messages
+from raglab.book.generate import ExtractiveGenerator, Source, build_messages
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
 
 class LuceneOkapi(BM25Okapi):
-    """rank_bm25's Okapi BM25 with Lucene's idf (the reference scorer, independent of raglab.bm25)."""
+    """rank_bm25's Okapi BM25 with Lucene's idf (the reference scorer, independent of raglab.book.bm25)."""
 
     def _calc_idf(self, nd):
         for word, n in nd.items():
@@ -151,9 +151,9 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
 # ---------------------------------------------------------------- the generator
 
 def test_a_sentence_cap_of_24_is_the_stock_generator(python_docs):
-    from raglab.chunking import ChunkSettings
-    from raglab.embeddings import Embedder
-    from raglab.retrieval import get_index
+    from raglab.book.chunking import ChunkSettings
+    from raglab.book.embed import Embedder
+    from raglab.book.retrieve import get_index
 
     embedder = Embedder()
     index = get_index("python-docs", "small", ChunkSettings("words"), embedder)

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from raglab import config
+from raglab.base import config
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
@@ -22,8 +22,8 @@ from raglab.experiments.rewrite import (
     rule_rewrite,
     run_rewrite_experiment,
 )
-from raglab.fusion import rrf
-from raglab.packaged_models import free_port
+from raglab.book.fusion import rrf
+from raglab.infra.packaged_models import free_port
 
 SPLITS = [
     ("What does json.dumps do, and how does it handle non-ASCII text?",

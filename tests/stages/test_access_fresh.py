@@ -8,15 +8,15 @@ import sys
 import pytest
 from test_generate import PREMIUM_FACTS
 
-from raglab.assistant import Assistant
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpora import golden_path
-from raglab.corpus import load_corpus
+from raglab.book.assistant import Assistant
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.infra.corpora import golden_path
+from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden
-from raglab.generate import ExtractiveGenerator, ScriptedGenerator
-from raglab.index import load_index
-from raglab.rerank import SentenceMaxReranker
-from raglab.retrieval import Retriever, get_index
+from raglab.book.generate import ExtractiveGenerator, ScriptedGenerator
+from raglab.infra.index import load_index
+from raglab.book.rerank import SentenceMaxReranker
+from raglab.book.retrieve import Retriever, get_index
 
 HC = ChunkSettings("headings", prefix=True)
 PREMIUM_ONLY = ["What is the Plus Concierge phone number?", "How many API requests per minute do Plus keys get?",
@@ -68,8 +68,7 @@ def test_premium_users_get_the_restricted_answer_cited(backend, embedder, workdi
 @pytest.fixture()
 def folder(tmp_path, helpcenter):
     """A writable copy of the help-center corpus."""
-    from raglab import config
-
+    from raglab.base import config
     dest = tmp_path / "docs"
     shutil.copytree(config.data_dir() / "helpcenter", dest)
     return dest
@@ -124,8 +123,8 @@ def test_a_build_killed_midway_leaves_the_previous_index_usable(store, crash_at,
         assert len(previous.chunks) == n_before and previous.version == before.version
         assert Retriever(previous, embedder).search("refund", "hybrid", 3)
     else:
-        from raglab.pg_index import table_name
-        from raglab.stores.pgvector_store import PgVectorStore
+        from raglab.infra.pg_index import table_name
+        from raglab.infra.stores.pgvector_store import PgVectorStore
 
         store_ = PgVectorStore(table_name(str(folder), "small", settings))
         hashes = store_.doc_hashes()
@@ -146,9 +145,9 @@ def test_a_build_killed_midway_leaves_the_previous_index_usable(store, crash_at,
 def test_a_pgvector_table_cut_by_an_older_chunker_is_refused_then_recut_on_sync(folder, embedder, request):
     """A table whose manifest predates the chunker's version (or names another) is refused on load with
     its update command, and the next sync cuts and stores every page again."""
-    from raglab.chunking import CHUNKER_VERSION
-    from raglab.index import IndexNotReady
-    from raglab.pg_index import load_pg_index
+    from raglab.book.chunking import CHUNKER_VERSION
+    from raglab.infra.index import IndexNotReady
+    from raglab.infra.pg_index import load_pg_index
 
     url = request.getfixturevalue("pg_url")
     settings = ChunkSettings("words", 60, 10)

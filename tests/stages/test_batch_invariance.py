@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.embeddings import PAD_MULTIPLE, Embedder, EmbeddingCache, native_bf16
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.book.embed import PAD_MULTIPLE, Embedder, EmbeddingCache, native_bf16
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_padded_vectors_are_those_of_the_unpadded_call(long_texts):
     over the limit and of lengths that are no multiple of 16."""
     from sentence_transformers import SentenceTransformer
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     embedder = Embedder(cache=False, precision="float32")
     by_length = sorted(long_texts, key=len)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from raglab.bm25 import BM25, TextbookBM25, tokenize
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpus import load_corpus
+from raglab.book.bm25 import BM25, TextbookBM25, tokenize
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.book.documents import load_corpus
 
 QUERIES = [
     "__init__", "__repr__", "__missing__", "dict_keys", "KeyError", "ValueError", "StopIteration",

@@ -1,19 +1,19 @@
-"""Refusal on a folder of the user's own (``raglab.calibration``): its threshold comes from the folder,
+"""Refusal on a folder of the user's own (``raglab.guards.calibration``): its threshold comes from the folder,
 is recorded in the index manifest, shown by ``raglab corpus info``, and replaced by a golden set's dev split."""
 import json
 
 import numpy as np
 import pytest
 
-from raglab.calibration import (
+from raglab.guards.calibration import (
     ANSWERED_PERCENTILE,
     UNRELATED_PERCENTILE,
     label_free_threshold,
     own_questions,
     unrelated_questions,
 )
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.corpora import registered
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.infra.corpora import registered
 
 
 def test_the_rule_against_numpy_percentiles():
@@ -45,7 +45,7 @@ def test_only_folders_are_calibrated_from_themselves():
 
 @pytest.mark.slow
 def test_a_folder_is_calibrated_once_recorded_and_replaced_by_a_golden_dev_split(tmp_path, monkeypatch, helpcenter):
-    from raglab.assistant import build_assistant
+    from raglab.book.assistant import build_assistant
     from raglab.evaluation.tuning import tune_threshold
     from raglab.surfaces.cli import refusal_info
 

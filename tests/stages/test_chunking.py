@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from raglab.chunking import (
+from raglab.book.chunking import (
     STRATEGIES,
     ChunkSettings,
     char_spans,
@@ -17,8 +17,8 @@ from raglab.chunking import (
     split_sections,
     token_lengths,
 )
-from raglab.corpus import load_folder, make_document, python_docs_dir
-from raglab.text import sentence_ends
+from raglab.book.documents import load_folder, make_document, python_docs_dir
+from raglab.base.text import sentence_ends
 
 
 def course_chunk_text(doc_id, text, max_words=150, overlap=30):
@@ -264,7 +264,7 @@ def test_settings_are_validated():
 def test_token_lengths_match_the_transformers_tokenizer(python_docs):
     from transformers import AutoTokenizer
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     chunks = chunk_corpus(python_docs[:3], ChunkSettings("words"))
     texts = [c.indexed_text for c in chunks]

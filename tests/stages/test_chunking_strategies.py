@@ -4,7 +4,7 @@ covered, the model's token limit), and the race that compares them."""
 import numpy as np
 import pytest
 
-from raglab.chunking import (
+from raglab.book.chunking import (
     REGISTERED,
     RECURSIVE_SEPARATORS,
     ChunkSettings,
@@ -15,9 +15,9 @@ from raglab.chunking import (
     parent_chunks,
     register_chunker,
 )
-from raglab.corpus import Document, load_folder, python_docs_dir
-from raglab.index import index_name
-from raglab.text import blank_rules, paragraphs
+from raglab.book.documents import Document, load_folder, python_docs_dir
+from raglab.infra.index import index_name
+from raglab.base.text import blank_rules, paragraphs
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +140,8 @@ def test_parent_children_lie_inside_their_parents(pages):
 
 
 def test_a_parent_index_hands_on_distinct_parents_in_the_childrens_order(workdir, embedder):
-    from raglab.index import build_index, load_index
-    from raglab.retrieval import Retriever
+    from raglab.infra.index import build_index, load_index
+    from raglab.book.retrieve import Retriever
 
     index = build_index("helpcenter", "small", ChunkSettings("parent", prefix=True), embedder)
     again = load_index("helpcenter", "small", ChunkSettings("parent", prefix=True))
@@ -157,10 +157,10 @@ def test_a_parent_index_hands_on_distinct_parents_in_the_childrens_order(workdir
 
 
 def test_an_answer_cites_the_parents_id(workdir, embedder):
-    from raglab.assistant import Assistant
-    from raglab.generate import ExtractiveGenerator
-    from raglab.index import build_index
-    from raglab.retrieval import Retriever
+    from raglab.book.assistant import Assistant
+    from raglab.book.generate import ExtractiveGenerator
+    from raglab.infra.index import build_index
+    from raglab.book.retrieve import Retriever
 
     index = build_index("helpcenter", "small", ChunkSettings("parent", prefix=True), embedder)
     assistant = Assistant(Retriever(index, embedder), ExtractiveGenerator(embedder), threshold=0.0, rerank=False,
@@ -172,7 +172,7 @@ def test_an_answer_cites_the_parents_id(workdir, embedder):
 
 
 def test_pgvector_refuses_the_parent_strategy():
-    from raglab.pg_index import sync_pgvector
+    from raglab.infra.pg_index import sync_pgvector
 
     with pytest.raises(ValueError, match="FAISS store only"):
         sync_pgvector("helpcenter", "small", ChunkSettings("parent"), url="postgresql://unused")
@@ -260,7 +260,7 @@ def test_the_race_scores_every_chunking_on_the_same_questions(workdir, embedder,
 
 def test_a_parent_is_read_under_its_pages_access(workdir, embedder):
     """The help center's premium pages: their parents are hidden from a public user, as their rows are."""
-    from raglab.index import build_index
+    from raglab.infra.index import build_index
 
     index = build_index("helpcenter", "small", ChunkSettings("parent", prefix=True), embedder)
     premium = [p for p in index.parents if "premium" in p.access]

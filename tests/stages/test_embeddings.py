@@ -6,15 +6,15 @@ import warnings
 import numpy as np
 import pytest
 
-from raglab.chunking import ChunkSettings, chunk_corpus, token_lengths
-from raglab.embeddings import (
+from raglab.book.chunking import ChunkSettings, chunk_corpus, token_lengths
+from raglab.book.embed import (
     Embedder,
     EmbeddingCache,
     EmbeddingCacheError,
     TruncationWarning,
     cache_key,
 )
-from raglab.packaged_models import MINILM, minilm_path
+from raglab.infra.packaged_models import MINILM, minilm_path
 
 SHORT = ["How do I open a file?", "Lists are mutable sequences.", "A dict maps keys to values.",
          "Use with to close files.", "Tuples are immutable.", "Strings have a split method."]
@@ -23,7 +23,7 @@ SHORT = ["How do I open a file?", "Lists are mutable sequences.", "A dict maps k
 @pytest.fixture(scope="module")
 def reference():
     """The course's plain call, loaded on its own: ``encode(texts, normalize_embeddings=True)``."""
-    from raglab.packaged_models import quiet_loading
+    from raglab.infra.packaged_models import quiet_loading
 
     quiet_loading()
     from sentence_transformers import SentenceTransformer
@@ -98,7 +98,7 @@ def test_second_call_is_all_hits_and_never_calls_the_model(cache, monkeypatch):
 
 def test_warm_cache_imports_no_torch(cache):
     Embedder(cache=cache).encode(SHORT[:2])
-    code = ("import sys; from raglab.embeddings import Embedder, EmbeddingCache; "
+    code = ("import sys; from raglab.book.embed import Embedder, EmbeddingCache; "
             f"v = Embedder(cache=EmbeddingCache({str(cache.path)!r})).encode({SHORT[:2]!r}); "
             "assert v.shape == (2, 384), v.shape; "
             "assert not {'torch', 'sentence_transformers'} & set(sys.modules), 'imported torch'")

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
-from raglab.generate import (
+from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
+from raglab.book.generate import (
     REFUSAL,
     ExtractiveGenerator,
     Source,
@@ -346,7 +346,7 @@ def test_the_issue_kind_of_question_with_the_real_model(python_docs, embedder, q
 def test_a_contact_point_quoted_for_its_words_alone_is_omitted_and_the_answer_says_so():
     """A sentence picked for the question's words, not its meaning (its own cosine under the floor),
     keeps its words but not its phone number; a related sentence keeps its contact point."""
-    from raglab.generate import CONTACT_NOTE, CONTACT_OMITTED
+    from raglab.book.generate import CONTACT_NOTE, CONTACT_OMITTED
 
     gen = ExtractiveGenerator(CosineTable({"within 30 days": 0.8, "desk": 0.3, "e-mail": 0.7}, default=0.0))
     text = ("Returns are accepted within 30 days of delivery. "
@@ -388,7 +388,7 @@ class _Recorder:
 
 
 def _openai(selector, text="It is the floor [1]."):
-    from raglab.generate import OpenAIGenerator
+    from raglab.book.generate import OpenAIGenerator
 
     gen = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", selector=selector)
     gen.client = _Recorder(text)
@@ -429,7 +429,7 @@ def test_a_selection_that_refuses_does_not_call_the_model():
 
 
 def test_a_bad_model_reads_setting_names_itself(monkeypatch):
-    from raglab.assistant import build_assistant
+    from raglab.book.assistant import build_assistant
 
     monkeypatch.setenv("RAGLAB_MODEL_READS", "pages")
     with pytest.raises(ValueError, match="RAGLAB_MODEL_READS='pages': expected chunks or sentences"):

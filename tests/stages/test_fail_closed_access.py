@@ -9,11 +9,13 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from raglab import config, embeddings
-from raglab.assistant import build_assistant
-from raglab.chunking import ChunkSettings
-from raglab.corpus import CorpusError, load_corpus
-from raglab.index import IndexNotReady, index_name
+from raglab.base import config
+
+from raglab.book import embed as embeddings
+from raglab.book.assistant import build_assistant
+from raglab.book.chunking import ChunkSettings
+from raglab.book.documents import CorpusError, load_corpus
+from raglab.infra.index import IndexNotReady, index_name
 from raglab.surfaces.app import create_app
 from raglab.surfaces.cli import main
 
@@ -161,8 +163,8 @@ def _as_built_before_the_fix(corpus: str, store: str) -> None:
         rows = [{**r, "access": ["public"]} if r["doc"] == PAGE else r for r in rows]
         (path / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         return
-    from raglab.pg_index import table_name
-    from raglab.stores.pgvector_store import PgVectorStore
+    from raglab.infra.pg_index import table_name
+    from raglab.infra.stores.pgvector_store import PgVectorStore
 
     with PgVectorStore(table_name(corpus, "small", SETTINGS)) as pg, pg.transaction():
         pg.conn.execute(f"UPDATE {pg.table} SET access = %s WHERE doc = %s", (["public"], PAGE))

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from raglab.fusion import rrf
-from raglab.stores.faiss_store import FaissStore
+from raglab.book.fusion import rrf
+from raglab.infra.stores.faiss_store import FaissStore
 
 
 def test_rrf_course_example():

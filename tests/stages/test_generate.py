@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from raglab.assistant import Assistant, choose_threshold
-from raglab.chunking import Chunk
-from raglab.generate import (
+from raglab.book.assistant import Assistant, choose_threshold
+from raglab.book.chunking import Chunk
+from raglab.book.generate import (
     REFUSAL,
     ExtractiveGenerator,
     ScriptedGenerator,
@@ -150,9 +150,9 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
 def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
-    from raglab.assistant import build_assistant
-    from raglab.corpora import golden_path, threshold_for
-    from raglab.corpus import load_corpus
+    from raglab.book.assistant import build_assistant
+    from raglab.infra.corpora import golden_path, threshold_for
+    from raglab.book.documents import load_corpus
     from raglab.evaluation.golden import load_golden, user_for
 
     a = build_assistant(corpus, "small")  # the corpus's default set-up, which the threshold was chosen for

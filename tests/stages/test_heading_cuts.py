@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from raglab.chunking import ChunkSettings, chunk_corpus
+from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.course.artifacts import SENTENCE_BOUNDARY, following
 
 # A chunk ends cleanly at sentence punctuation (closing quotes and brackets allowed). A line end proves

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.chunking import ChunkSettings
-from raglab.files import dir_lock
-from raglab.index import IndexNotReady, build_index, index_name, load_index
+from raglab.book.chunking import ChunkSettings
+from raglab.base.files import dir_lock
+from raglab.infra.index import IndexNotReady, build_index, index_name, load_index
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
@@ -171,7 +171,7 @@ def test_a_damaged_file_is_a_clear_error_and_a_rebuild_mends_it(folder, root, na
 
 
 def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, root):
-    from raglab.files import atomic_dir
+    from raglab.base.files import atomic_dir
 
     dest = root / index_name(str(folder), "small", SETTINGS, model_id=MODEL)
     with pytest.raises(RuntimeError, match="the first build stops"):
@@ -189,7 +189,7 @@ def test_a_second_build_waits_for_the_first_and_never_deletes_its_files(folder, 
 
 def test_the_lock_names_another_process_holding_it(folder, root):
     dest = root / index_name(str(folder), "small", SETTINGS, model_id=MODEL)
-    code = ("import sys, time; from raglab.files import dir_lock\n"
+    code = ("import sys, time; from raglab.base.files import dir_lock\n"
             "with dir_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(dest)], stdout=subprocess.PIPE, text=True)
     try:
@@ -237,7 +237,7 @@ def test_every_file_and_the_folder_are_synced_before_the_switch(folder, root, mo
 def test_an_index_cut_by_an_older_chunker_is_refused_with_its_rebuild_command(folder, root):
     import json
 
-    from raglab.chunking import CHUNKER_VERSION
+    from raglab.book.chunking import CHUNKER_VERSION
 
     index = build(folder, root)
     manifest = json.loads((index.path / "manifest.json").read_text())
@@ -254,8 +254,8 @@ def test_a_refusal_record_never_overwrites_a_build_made_after_its_index_was_load
     """An answer that calibrates a folder writes its refusal record into the manifest of the build it
     loaded; if the folder was rebuilt meanwhile (a page changed), the new build's manifest is left as
     it is, and while a build holds the folder's lock the record waits briefly, then gives up."""
-    from raglab import calibration
-    from raglab.files import dir_lock
+    from raglab.guards import calibration
+    from raglab.base.files import dir_lock
 
     old = build(folder, root)
     assert calibration.record(load(folder, root), {"threshold": 0.4}) is True

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from raglab.chunking import Chunk, ChunkSettings, chunk_corpus, spans_of_windows, word_spans
-from raglab.generate import Source, check_citations
-from raglab.index import access_mask, rule_mask
+from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus, spans_of_windows, word_spans
+from raglab.book.generate import Source, check_citations
+from raglab.infra.index import access_mask, rule_mask
 
 
 def course_windows(words, size=150, overlap=30):

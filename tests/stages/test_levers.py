@@ -6,11 +6,11 @@ the unknown-names rule are checked as properties on the help-center index.
 import numpy as np
 import pytest
 
-from raglab.assistant import Assistant
-from raglab.bm25 import tokenize
-from raglab.generate import ExtractiveGenerator
-from raglab.rerank import dense_evidence, name_like, unknown_names
-from raglab.retrieval import Levers, Retriever, demote, version_intent
+from raglab.book.assistant import Assistant
+from raglab.book.bm25 import tokenize
+from raglab.book.generate import ExtractiveGenerator
+from raglab.book.rerank import dense_evidence, name_like, unknown_names
+from raglab.book.retrieve import Levers, Retriever, demote, version_intent
 
 
 def bm25s_scores(texts: list[str], query: str) -> np.ndarray:

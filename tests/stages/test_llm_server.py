@@ -14,9 +14,9 @@ import urllib.request
 import pytest
 from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
 
-from raglab.assistant import Assistant
-from raglab.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
-from raglab.packaged_models import MODEL_ALIAS, free_port, start_server
+from raglab.book.assistant import Assistant
+from raglab.book.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
+from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 from raglab.surfaces.cli import main
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds

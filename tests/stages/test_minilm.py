@@ -1,4 +1,4 @@
-"""raglab.minilm (issue 35): the packaged MiniLM's forward pass in plain torch makes exactly the vectors
+"""raglab.infra.minilm (issue 35): the packaged MiniLM's forward pass in plain torch makes exactly the vectors
 sentence-transformers makes from the same batch (the reference), in float32 and under bfloat16 autocast, for
 texts shorter and longer than the padded length; and the embedder uses it without importing
 sentence-transformers."""
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from raglab.embeddings import Embedder
-from raglab.minilm import MiniLM
+from raglab.book.embed import Embedder
+from raglab.infra.minilm import MiniLM
 
 TEXTS = ["How do I sort a list in place?", "x", "Wie lange gilt der Link? Über 24 Stunden.",
          "def f(*args, **kwargs):\n    return sorted(args, key=len)", "a " * 400,
@@ -23,7 +23,7 @@ def test_the_vectors_are_sentence_transformers_own(precision, length):
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     reference = SentenceTransformer(str(minilm_path()), device="cpu")
     features = reference.tokenizer(TEXTS, padding="max_length", truncation=True, max_length=length, return_tensors="pt")
@@ -36,7 +36,7 @@ def test_the_vectors_are_sentence_transformers_own(precision, length):
 
 
 def test_the_embedder_answers_a_query_without_sentence_transformers(tmp_path):
-    code = ("import sys; from raglab.embeddings import Embedder; e = Embedder(cache=None); "
+    code = ("import sys; from raglab.book.embed import Embedder; e = Embedder(cache=None); "
             "v = e.encode_query('How do I sort a list?'); "
             "print(round(float((v * v).sum()), 5), 'sentence_transformers' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -10,9 +10,9 @@ import numpy as np
 import psutil
 import pytest
 
-from raglab.chunking import Chunk
-from raglab.stores import pgvector_store as pgs
-from raglab.stores.pgvector_store import PgVectorStore
+from raglab.book.chunking import Chunk
+from raglab.infra.stores import pgvector_store as pgs
+from raglab.infra.stores.pgvector_store import PgVectorStore
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 

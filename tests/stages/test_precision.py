@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab import embeddings
-from raglab.chunking import ChunkSettings
-from raglab.embeddings import Embedder, EmbeddingCache, cache_key, cpu_flags, native_bf16, resolve_precision
-from raglab.index import IndexNotReady, build_index, load_index
+from raglab.book import embed as embeddings
+from raglab.book.chunking import ChunkSettings
+from raglab.book.embed import Embedder, EmbeddingCache, cache_key, cpu_flags, native_bf16, resolve_precision
+from raglab.infra.index import IndexNotReady, build_index, load_index
 
 TEXTS = ["How do I open a file?", "Lists are mutable sequences."]
 SETTINGS = ChunkSettings("words", 40, 0)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from conftest import HC_SETTINGS as SETTINGS
-from raglab.chunking import ChunkSettings
-from raglab.fusion import rrf
-from raglab.index import IndexNotReady, load_index
-from raglab.rerank import CrossEncoderReranker
+from raglab.book.chunking import ChunkSettings
+from raglab.book.fusion import rrf
+from raglab.infra.index import IndexNotReady, load_index
+from raglab.book.rerank import CrossEncoderReranker
 from raglab.surfaces.cli import main
 
 
@@ -79,7 +79,7 @@ def test_cross_encoder_plumbing_with_a_tiny_local_model(tmp_path, retriever):
 
     from transformers import BertConfig, BertForSequenceClassification
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(minilm_path() / name, tmp_path / name)

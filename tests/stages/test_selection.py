@@ -8,8 +8,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from raglab.generate import ExtractiveGenerator
-from raglab.selection import SIGNALS, SentenceScorer, sentence_signals
+from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.selection import SIGNALS, SentenceScorer, sentence_signals
 from tests.stages.test_extractive import MATH, CosineTable, _source
 
 

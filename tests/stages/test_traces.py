@@ -1,4 +1,4 @@
-"""Traces (raglab/traces.py and Assistant._trace): owner-only files, rotation at a size limit, the failure
+"""Traces (raglab/infra/traces.py and Assistant._trace): owner-only files, rotation at a size limit, the failure
 report across rotated files, and answers that never fail because a trace cannot be written."""
 import json
 import logging
@@ -7,12 +7,12 @@ import stat
 
 import pytest
 
-from raglab import traces
-from raglab.assistant import Assistant
-from raglab.config import PROJECT_ROOT
+from raglab.infra import traces
+from raglab.book.assistant import Assistant
+from raglab.base.config import PROJECT_ROOT
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import failure_cases
-from raglab.generate import ExtractiveGenerator
+from raglab.book.generate import ExtractiveGenerator
 
 HC_GOLDEN = PROJECT_ROOT / "evals" / "helpcenter_golden.jsonl"
 
@@ -94,7 +94,7 @@ def test_an_unwritable_trace_never_fails_the_answer(retriever, embedder, tmp_pat
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the traces folder should be")
     a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, trace_path=blocker / "asks.jsonl")
-    with caplog.at_level(logging.WARNING, logger="raglab.assistant"):
+    with caplog.at_level(logging.WARNING, logger="raglab.book.assistant"):
         answers = [a.ask("How many days do I have to return an item?") for _ in range(3)]
     assert all(not ans.refused and ans.citations for ans in answers)
     warned = [r for r in caplog.records if "cannot write the trace" in r.getMessage()]

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from raglab.chunking import ChunkSettings, chunk_corpus
-from raglab.training import (
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.infra.training import (
     KINDS,
     TrainSettings,
     candidates,
@@ -54,7 +54,7 @@ def test_pairs_are_seeded_even_and_never_their_own_section(chunks, pairs):
 
 
 def test_bm25_negatives_are_the_best_other_section_for_the_query(chunks):
-    from raglab.bm25 import BM25, top_k
+    from raglab.book.bm25 import BM25, top_k
 
     bm25 = BM25([c.indexed_text for c in chunks])
     by_id = {c.id: c for c in chunks}
@@ -113,8 +113,8 @@ def _margin(encode, pairs):
 
 @pytest.mark.slow
 def test_bi_encoder_learns_is_cached_and_is_its_own_index(workdir, python_docs, pairs, embedder):
-    from raglab.embeddings import Embedder
-    from raglab.index import IndexNotReady, build_index, load_index
+    from raglab.book.embed import Embedder
+    from raglab.infra.index import IndexNotReady, build_index, load_index
 
     trained = train_bi_encoder(pairs, TINY, progress=False)
     assert not trained.cached and trained.record["pairs"] == len(pairs)
@@ -137,7 +137,7 @@ def test_bi_encoder_learns_is_cached_and_is_its_own_index(workdir, python_docs, 
 
 @pytest.mark.slow
 def test_cross_encoder_learns_and_reranks(workdir, pairs):
-    from raglab.rerank import make_reranker
+    from raglab.book.rerank import make_reranker
 
     trained = train_cross_encoder(pairs, TINY, progress=False)
     reranker = make_reranker(f"trained/{trained.name}", None)
@@ -150,7 +150,7 @@ def test_cross_encoder_learns_and_reranks(workdir, pairs):
 
 
 def test_a_missing_trained_model_names_the_command(workdir):
-    from raglab.embeddings import Embedder
+    from raglab.book.embed import Embedder
 
     with pytest.raises(RuntimeError, match="raglab train"):
         Embedder("trained/bi-0000000000000000", cache=False).encode(["x"])

@@ -8,9 +8,9 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from raglab.answer_cache import AnswerCache, normalized
-from raglab.assistant import Assistant
-from raglab.generate import ExtractiveGenerator
+from raglab.infra.answer_cache import AnswerCache, normalized
+from raglab.book.assistant import Assistant
+from raglab.book.generate import ExtractiveGenerator
 from raglab.surfaces.app import create_app
 from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
 
@@ -91,7 +91,7 @@ def test_the_question_is_compared_normalized():
 def test_what_a_model_reads_is_in_the_key(assistant, embedder):
     """A model sent whole chunks and one sent the selected sentences answer differently: they never share an
     entry, nor do two selectors with different settings."""
-    from raglab.generate import OpenAIGenerator
+    from raglab.book.generate import OpenAIGenerator
 
     cache = assistant.answer_cache
     keys = []

@@ -8,9 +8,9 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from raglab.assistant import Assistant
-from raglab.config import PROJECT_ROOT
-from raglab.generate import (
+from raglab.book.assistant import Assistant
+from raglab.base.config import PROJECT_ROOT
+from raglab.book.generate import (
     ExtractiveGenerator,
     Generation,
     GeneratorUnavailable,
@@ -509,16 +509,16 @@ def test_the_index_loads_once_at_start_up(client, loads):
 
 def test_the_default_loader_runs_once_and_requests_do_not_pay_for_it(index, workdir, monkeypatch):
     """The real start-up path (build_assistant): the index (and the model) load once, before any request."""
-    import raglab.index
+    import raglab.infra.index
 
     loaded = []
-    real = raglab.index.Index.__post_init__
+    real = raglab.infra.index.Index.__post_init__
 
     def counting(self):          # every index loaded or built is one Index object
         loaded.append(self.version)
         real(self)
 
-    monkeypatch.setattr(raglab.index.Index, "__post_init__", counting)
+    monkeypatch.setattr(raglab.infra.index.Index, "__post_init__", counting)
     monkeypatch.delenv("LLM_BASE_URL", raising=False)
     app = create_app(tokens=TOKENS, corpus="helpcenter", profile="small")
     assert loaded == []                                    # nothing loads in the factory

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from raglab.assistant import Assistant
-from raglab.generate import REFUSAL, ExtractiveGenerator
+from raglab.book.assistant import Assistant
+from raglab.book.generate import REFUSAL, ExtractiveGenerator
 from raglab.surfaces.app import create_app
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds

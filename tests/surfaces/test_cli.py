@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from raglab.chunking import Chunk, ChunkSettings, chunk_corpus
-from raglab.files import read_jsonl
+from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
+from raglab.base.files import read_jsonl
 from raglab.surfaces.cli import main
 
 

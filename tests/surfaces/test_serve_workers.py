@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from raglab.config import PROJECT_ROOT
-from raglab.packaged_models import free_port
+from raglab.base.config import PROJECT_ROOT
+from raglab.infra.packaged_models import free_port
 
 pytestmark = pytest.mark.slow       # builds the help center's small index in a process of its own
 

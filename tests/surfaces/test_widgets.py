@@ -4,10 +4,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from raglab.assistant import Answer, Assistant, Citation
-from raglab.chunking import ChunkSettings, chunk_document
-from raglab.corpus import make_document
-from raglab.generate import REFUSAL, ExtractiveGenerator, ScriptedGenerator
+from raglab.book.assistant import Answer, Assistant, Citation
+from raglab.book.chunking import ChunkSettings, chunk_document
+from raglab.book.documents import make_document
+from raglab.book.generate import REFUSAL, ExtractiveGenerator, ScriptedGenerator
 from raglab.surfaces import widgets
 from raglab.surfaces.widgets import (
     answer_widget_html,
@@ -120,7 +120,7 @@ def test_chunk_html_cuts_exactly_at_the_chunk_boundaries(python_docs, label, lim
 def test_over_limit_chunks_match_the_transformers_tokenizer(python_docs):
     from transformers import AutoTokenizer
 
-    from raglab.packaged_models import minilm_path
+    from raglab.infra.packaged_models import minilm_path
 
     doc = doc_named(python_docs, "library/json.txt")
     chunks = chunk_document(doc, ChunkSettings("headings", prefix=True))

@@ -37,9 +37,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from raglab import config
-from raglab.chunking import Chunk
-from raglab.config import work_dir
+from raglab.base import config
+from raglab.book.chunking import Chunk
+from raglab.base.config import work_dir
 
 ENV_URL = "RAGLAB_DATABASE_URL"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")

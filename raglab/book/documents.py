@@ -45,9 +45,9 @@ from pathlib import Path, PurePosixPath
 import tomllib
 import yaml
 
-from raglab import config
-from raglab.corpora import REGISTRY
-from raglab.files import atomic_dir
+from raglab.base import config
+from raglab.infra.corpora import REGISTRY
+from raglab.base.files import atomic_dir
 
 PUBLIC = "public"
 BUNDLED_VERSION = "3.11"

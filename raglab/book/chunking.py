@@ -35,9 +35,9 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterable
 
-from raglab.corpus import Document
-from raglab.packaged_models import MINILM_MAX_TOKENS, minilm_path
-from raglab.text import blank_rules, clean, paragraphs, sentence_ends
+from raglab.book.documents import Document
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS, minilm_path
+from raglab.base.text import blank_rules, clean, paragraphs, sentence_ends
 
 # bumped whenever the same settings cut a text differently (2: a short word such as "it." ends a sentence),
 # so that an index cut by an older chunker is refused with its rebuild command
@@ -737,7 +737,7 @@ def check_chunks(docs: list[Document], chunks: list[Chunk], limit: int | None = 
     chunks over the model's token limit (their share: what the model truncates); ``tokens``, the chunks'
     token counts when the caller has them already (``token_lengths``).
 
-    >>> from raglab.corpus import Document
+    >>> from raglab.book.documents import Document
     >>> doc = Document("d", "T", "one two three four five", ("public",))
     >>> check_chunks([doc], chunk_document(doc, ChunkSettings("words", 3, 1)))["overlapped"]
     1

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab import config
-from raglab.bm25 import BM25
-from raglab.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
-from raglab.corpus import PUBLIC, corpus_stats, folder_settings, load_corpus
-from raglab.embeddings import PADDING_RULE, Embedder, resolve_precision
-from raglab.files import (
+from raglab.base import config
+from raglab.book.bm25 import BM25
+from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
+from raglab.book.documents import PUBLIC, corpus_stats, folder_settings, load_corpus
+from raglab.book.embed import PADDING_RULE, Embedder, resolve_precision
+from raglab.base.files import (
     LOCK_WAIT,
     Busy,
     atomic_dir,
@@ -32,8 +32,8 @@ from raglab.files import (
     recover_dir,
     write_jsonl,
 )
-from raglab.packaged_models import MINILM
-from raglab.stores.faiss_store import FaissStore
+from raglab.infra.packaged_models import MINILM
+from raglab.infra.stores.faiss_store import FaissStore
 
 MANIFEST_VERSION = 3   # 2: each page's access is in the corpus hash; 3: vectors padded by the text alone (PADDING_RULE)
 
@@ -251,7 +251,7 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
                allow_stale: bool = False, precision: str | None = None) -> Index:
     """Load the index for these settings, refusing one that was built from anything else
     (``allow_stale=True`` accepts one whose corpus has changed since, e.g. while it is rebuilt);
-    ``precision=None`` expects the default embedding precision (``raglab.embeddings.resolve_precision``)."""
+    ``precision=None`` expects the default embedding precision (``raglab.book.embed.resolve_precision``)."""
     profile = config.profile(profile)
     model_id = model_id or MINILM
     precision = resolve_precision(precision)

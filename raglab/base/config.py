@@ -73,7 +73,7 @@ def _course_home() -> Path:
     unpacked bundle that holds the current folder (found by its ``raglab-course.json``)."""
     if get("RAGLAB_HOME"):
         return Path(get("RAGLAB_HOME")).resolve()
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]
     if (checkout / "data").is_dir() and (checkout / "pyproject.toml").is_file():
         return checkout
     here = Path.cwd().resolve()

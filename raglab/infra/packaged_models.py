@@ -6,7 +6,7 @@ from pathlib import Path
 
 MINILM = "all-MiniLM-L6-v2"
 MINILM_MAX_TOKENS = 256
-TRAINED_PREFIX = "trained/"      # the model id of a model trained here: trained/bi-<hash> (raglab.training)
+TRAINED_PREFIX = "trained/"      # the model id of a model trained here: trained/bi-<hash> (raglab.infra.training)
 
 
 def minilm_path() -> Path:
@@ -50,8 +50,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 
-from raglab import config
-
+from raglab.base import config
 MODEL_ALIAS = "smollm2"
 
 

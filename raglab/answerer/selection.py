@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.files import atomic_open
+from raglab.base.files import atomic_open
 
 SIGNALS = ("hand-set score", "hand-set score below the question's best", "hand-set rank (log)",
            "cosine below the question's best", "cosine", "term overlap", "source rank", "top source", "code",
@@ -41,7 +41,7 @@ def sentence_signals(cos: np.ndarray, score: np.ndarray, lexical: np.ndarray, ca
     """The ``SIGNALS`` of each candidate (rows), from the generator's ``scores``: ``cos`` and ``score`` per
     question part (rows) and candidate (columns), ``lexical`` the whole question's term overlap per candidate.
 
-    >>> from raglab.generate import Quotable
+    >>> from raglab.book.generate import Quotable
     >>> cands = [Quotable(1, "A b c d.", "A b c d.", None), Quotable(2, "E f g h i j.", "E f g h i j.", "f()", True)]
     >>> X = sentence_signals(np.array([[0.6, 0.2]]), np.array([[0.9, 0.3]]), np.array([0.5, 0.0]), cands, [1, 2])
     >>> X[:, :3].round(3).tolist()
@@ -143,6 +143,6 @@ class SentenceScorer:
         if missing:
             raise ValueError(f"{path}: a sentence scorer needs the fields {', '.join(missing)}")
         if tuple(raw["signals"]) != SIGNALS:
-            raise ValueError(f"{path}: its signals {raw['signals']} are not raglab.selection.SIGNALS")
+            raise ValueError(f"{path}: its signals {raw['signals']} are not raglab.answerer.selection.SIGNALS")
         return cls(tuple(raw["signals"]), tuple(raw["mean"]), tuple(raw["scale"]), tuple(raw["coef"]),
                    float(raw["intercept"]), float(raw["threshold"]), int(raw["words"]), raw.get("measured", {}))

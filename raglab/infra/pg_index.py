@@ -14,13 +14,13 @@ import re
 
 import numpy as np
 
-from raglab import config
-from raglab.bm25 import BM25
-from raglab.chunking import ChunkSettings, chunk_document
-from raglab.corpus import PUBLIC, load_corpus
-from raglab.embeddings import Embedder, resolve_precision
-from raglab.files import crash_point
-from raglab.index import (
+from raglab.base import config
+from raglab.book.bm25 import BM25
+from raglab.book.chunking import ChunkSettings, chunk_document
+from raglab.book.documents import PUBLIC, load_corpus
+from raglab.book.embed import Embedder, resolve_precision
+from raglab.base.files import crash_point
+from raglab.infra.index import (
     Index,
     IndexNotReady,
     access_mask,
@@ -29,8 +29,8 @@ from raglab.index import (
     index_name,
     manifest_precision,
 )
-from raglab.packaged_models import MINILM
-from raglab.stores.pgvector_store import PgVectorStore
+from raglab.infra.packaged_models import MINILM
+from raglab.infra.stores.pgvector_store import PgVectorStore
 
 
 def table_name(corpus: str, profile: str, settings: ChunkSettings) -> str:
@@ -41,7 +41,7 @@ def table_name(corpus: str, profile: str, settings: ChunkSettings) -> str:
 
 
 class PgIndex:
-    """The same search interface as ``raglab.index.Index``, backed by one pgvector table."""
+    """The same search interface as ``raglab.infra.index.Index``, backed by one pgvector table."""
 
     # the parent strategy runs on the FAISS store only (``sync_pgvector`` refuses it): no parents here
     locate, chunk, passages, readable = Index.locate, Index.chunk, Index.passages, Index.readable

@@ -17,9 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raglab import config
-
-
+from raglab.base import config
 @dataclass(frozen=True)
 class CorpusEntry:
     """One bundled corpus and the defaults its assistant runs with.
@@ -28,7 +26,7 @@ class CorpusEntry:
       ``split`` field is split into ``dev`` (every tuned choice reads it) and ``test`` (reported).
     - ``chunking``: the default ``(strategy, prefix)``.
     - ``rerank``: whether the assistant reorders the fused candidates with the reranker before
-      answering; without it the evidence strength is the top dense cosine (``raglab.rerank``).
+      answering; without it the evidence strength is the top dense cosine (``raglab.book.rerank``).
     - ``title_weight``: BM25 adds this times the BM25 score of the chunk's page title (0: off).
     - ``demote``, ``demote_factor``: pages whose id starts with one of ``demote`` (release notes)
       get their fused score multiplied by ``demote_factor`` unless the question asks about versions.
@@ -86,7 +84,7 @@ def entry(corpus: str) -> CorpusEntry:
 
 def registered(corpus: str) -> bool:
     """Whether the registry's thresholds fit a corpus: a bundled one, or another version of the Python
-    docs; a folder of the user's own is calibrated from itself (``raglab.calibration``).
+    docs; a folder of the user's own is calibrated from itself (``raglab.guards.calibration``).
 
     >>> registered("helpcenter"), registered("python-docs-3.12"), registered("my/folder")
     (True, True, False)

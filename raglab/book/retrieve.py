@@ -4,7 +4,7 @@ Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based 
 rank each component retriever gave it. The user's access groups are applied inside FAISS and
 inside BM25 scoring, never afterwards.
 
-Two optional levers (``Levers``; each corpus's defaults are in ``raglab.corpora``, chosen on a dev
+Two optional levers (``Levers``; each corpus's defaults are in ``raglab.infra.corpora``, chosen on a dev
 split): BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search
 can demote release notes, which restate API pages in passing, unless the question asks about versions.
 """
@@ -17,13 +17,13 @@ from typing import Callable
 
 import numpy as np
 
-from raglab.bm25 import BM25, tokenize, top_k
-from raglab.chunking import ChunkSettings
-from raglab.corpora import entry
-from raglab.fusion import RRF_K, rrf
-from raglab.index import Index, IndexNotReady, build_index, load_index
-from raglab.pg_index import load_pg_index, sync_pgvector
-from raglab.records import Hit
+from raglab.book.bm25 import BM25, tokenize, top_k
+from raglab.book.chunking import ChunkSettings
+from raglab.infra.corpora import entry
+from raglab.book.fusion import RRF_K, rrf
+from raglab.infra.index import Index, IndexNotReady, build_index, load_index
+from raglab.infra.pg_index import load_pg_index, sync_pgvector
+from raglab.base.records import Hit
 
 MODES = ("dense", "bm25", "hybrid", "rerank")
 CANDIDATES = 20
@@ -44,7 +44,7 @@ class Levers:
 
     @classmethod
     def for_corpus(cls, corpus: str) -> "Levers":
-        """The levers a corpus's assistant runs with (``raglab.corpora``)."""
+        """The levers a corpus's assistant runs with (``raglab.infra.corpora``)."""
         e = entry(corpus)
         return cls(e.title_weight, e.demote, e.demote_factor)
 
@@ -182,7 +182,7 @@ class Retriever:
                depth: int = CANDIDATES) -> list[Hit]:
         """Hybrid top-``depth`` reordered by the reranker, cut to ``k``."""
         if self.reranker is None:
-            raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.rerank)")
+            raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
@@ -220,7 +220,7 @@ def to_parents(hits: list[Hit], index: Index, k: int) -> list[Hit]:
     """Small-to-big: each hit replaced by its parent chunk, a parent kept at its best child's rank and
     score (later children of the same parent dropped), cut to ``k``.
 
-    >>> from raglab.chunking import Chunk
+    >>> from raglab.book.chunking import Chunk
     >>> kids = [Chunk(f"d#a/{i}", "d", (), 0, 1, "x", "x", ("public",), "parent", "d#a") for i in (1, 2)]
     >>> kids.append(Chunk("d#b/1", "d", (), 2, 3, "y", "y", ("public",), "parent", "d#b"))
     >>> class Ix: chunks, row_of = kids, {c.id: i for i, c in enumerate(kids)}
@@ -239,7 +239,7 @@ def get_index(corpus: str = "python-docs", profile: str | None = None, settings:
               embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
     """The index to search, on either backend: the one function notebooks, the CLI and the app call.
 
-    (``raglab.index.build_index`` and ``load_index`` are its FAISS building blocks: build always,
+    (``raglab.infra.index.build_index`` and ``load_index`` are its FAISS building blocks: build always,
     or load and refuse anything that does not match.)
 
     Parameters:

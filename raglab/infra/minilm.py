@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from raglab.packaged_models import minilm_path
+from raglab.infra.packaged_models import minilm_path
 
 
 class MiniLM:

@@ -19,11 +19,11 @@ from typing import Container, Protocol
 
 import numpy as np
 
-from raglab.embeddings import resolve_precision
-from raglab.packaged_models import TRAINED_PREFIX, model_location
-from raglab.records import Hit
-from raglab.training import cached_model
-from raglab.text import clean, sentences
+from raglab.book.embed import resolve_precision
+from raglab.infra.packaged_models import TRAINED_PREFIX, model_location
+from raglab.base.records import Hit
+from raglab.infra.training import cached_model
+from raglab.base.text import clean, sentences
 
 
 class Reranker(Protocol):

@@ -18,8 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
-from raglab import config
-
+from raglab.base import config
 LOCK_WAIT = 60.0     # seconds a writer waits for another writer of the same folder
 
 

@@ -15,16 +15,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from raglab import config, traces
-from raglab.bm25 import K1, B
-from raglab.chunking import ChunkSettings
-from raglab.calibration import calibrate, record
-from raglab.corpora import DEFAULT_THRESHOLD, entry, registered, threshold_for
-from raglab.corpus import PUBLIC
-from raglab.embeddings import Embedder
-from raglab.fusion import RRF_K
-from raglab.injection import InjectionDetector
-from raglab.generate import (
+from raglab.base import config
+
+from raglab.infra import traces
+from raglab.book.bm25 import K1, B
+from raglab.book.chunking import ChunkSettings
+from raglab.guards.calibration import calibrate, record
+from raglab.infra.corpora import DEFAULT_THRESHOLD, entry, registered, threshold_for
+from raglab.book.documents import PUBLIC
+from raglab.book.embed import Embedder
+from raglab.book.fusion import RRF_K
+from raglab.guards.injection import InjectionDetector
+from raglab.book.generate import (
     DEFAULT_BASE_URL,
     REFUSAL,
     ExtractiveGenerator,
@@ -39,11 +41,11 @@ from raglab.generate import (
     ungrounded,
     source_at,
 )
-from raglab.rerank import dense_evidence, evidence_strength, make_reranker, unknown_names
-from raglab.retrieval import CANDIDATES, Levers, Retriever, get_index
+from raglab.book.rerank import dense_evidence, evidence_strength, make_reranker, unknown_names
+from raglab.book.retrieve import CANDIDATES, Levers, Retriever, get_index
 
 _TRACE_WARNED: set[str] = set()   # trace paths whose failed write was already logged
-log = logging.getLogger("raglab.assistant")
+log = logging.getLogger("raglab.book.assistant")
 
 
 @dataclass
@@ -76,7 +78,7 @@ class Answer:
     attributed: bool = False
     unknown_names: list = field(default_factory=list)
     refusal_detail: dict | None = None   # a refusal's stage, and where a number decided it, the number and threshold
-    cached: bool = False                 # served from the answer cache (raglab.answer_cache)
+    cached: bool = False                 # served from the answer cache (raglab.infra.answer_cache)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``raglab ask --json``."""
@@ -95,7 +97,7 @@ class Assistant:
 
     ``rerank=True`` answers from the reranked candidates and refuses on the top reranked score
     (the retriever needs a reranker); ``rerank=False`` answers from hybrid search and refuses on
-    the top dense cosine and unknown names (``raglab.rerank.dense_evidence``).
+    the top dense cosine and unknown names (``raglab.book.rerank.dense_evidence``).
     """
 
     def __init__(self, retriever, generator, threshold: float = DEFAULT_THRESHOLD, k: int = 5,
@@ -109,7 +111,7 @@ class Assistant:
         self.trace_path = Path(trace_path) if trace_path else config.work_dir() / "traces" / "asks.jsonl"
         # a learner's citation check (text, number of sources -> the forged numbers), in place of the rule's
         self.citation_check = citation_check
-        self.answer_cache = None      # a raglab.answer_cache.AnswerCache, when answers are served again (the API)
+        self.answer_cache = None      # a raglab.infra.answer_cache.AnswerCache, when answers are served again (the API)
 
     @property
     def mode(self) -> str:
@@ -234,7 +236,7 @@ class Assistant:
         got (or, for the extractive generator, the one a model would get) and what was said."""
         record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "user_groups": sorted(set(user or ()) | {PUBLIC}),
                   "prompt": prompt, **answer.to_dict()}
-        try:   # owner-only and rotated (raglab.traces); a failed write never fails the answer
+        try:   # owner-only and rotated (raglab.infra.traces); a failed write never fails the answer
             traces.append(self.trace_path, record)
         except (OSError, ValueError, TypeError) as exc:
             if str(self.trace_path) not in _TRACE_WARNED:
@@ -268,20 +270,20 @@ def choose_threshold(answerable: list[float], unanswerable: list[float], toleran
 def build_assistant(corpus: str = "python-docs", profile: str | None = None, settings=None, generator: str | None = None,
                     reranker: str | None = None, threshold: float | None = None, attribution: bool = False,
                     model: str | None = None, kind: str = "flat", build: bool = True, store: str = "faiss") -> Assistant:
-    """An assistant over one corpus with everything defaulted from ``raglab.corpora`` (chunking,
+    """An assistant over one corpus with everything defaulted from ``raglab.infra.corpora`` (chunking,
     reranking or not, BM25's title field, release-note demotion, refusal threshold), the packaged
     MiniLM, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
 
     Parameters:
         corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
         profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
-        settings: the chunking (``ChunkSettings``); None takes the corpus's default from ``raglab.corpora``.
+        settings: the chunking (``ChunkSettings``); None takes the corpus's default from ``raglab.infra.corpora``.
         generator: ``extractive`` or ``openai``; None picks ``openai`` when ``LLM_BASE_URL`` is set.
         reranker: None: the corpus's default (rerank with the offline sentence reranker, or not at
             all); ``sentence`` or a cross-encoder model name: rerank with it. The retriever always
             holds a reranker, so ``search(..., "rerank")`` works either way.
         threshold: the evidence strength below which the assistant refuses; None takes the corpus's
-            calibrated one for its evidence signal (``raglab.corpora.threshold_for``).
+            calibrated one for its evidence signal (``raglab.infra.corpora.threshold_for``).
         attribution: attach a source to each uncited sentence of a model's answer (post-hoc).
         model: a sentence-transformers model name, or ``trained/bi-<hash>`` (``raglab train``); None
             uses the packaged MiniLM.
@@ -318,7 +320,7 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
 
 
 def folder_refusal(assistant: Assistant, signal: str) -> dict:
-    """The refusal record of a folder's index (``raglab.calibration``): read from its manifest, or
+    """The refusal record of a folder's index (``raglab.guards.calibration``): read from its manifest, or
     calibrated from the folder now and recorded there (again when the evidence signal changed)."""
     index = assistant.retriever.index
     refusal = index.manifest.get("refusal")

@@ -1,6 +1,6 @@
 """Refusal on a folder the user brings: a threshold calibrated from the folder itself, without labels.
 
-The bundled corpora carry thresholds chosen on their golden sets (``raglab.corpora``). A folder of
+The bundled corpora carry thresholds chosen on their golden sets (``raglab.infra.corpora``). A folder of
 the user's own has no golden set, so its threshold is read off two score distributions, each the
 evidence strength the assistant would refuse on (the top dense cosine, minus 1 for a name no chunk
 contains):
@@ -31,9 +31,9 @@ from typing import Callable
 
 import numpy as np
 
-from raglab import config
-from raglab.files import Busy, atomic_open, dir_lock
-from raglab.text import sentence_spans
+from raglab.base import config
+from raglab.base.files import Busy, atomic_open, dir_lock
+from raglab.base.text import sentence_spans
 
 SAMPLE = 80                     # chunks a folder's own questions are drawn from
 SEED = 0

@@ -50,12 +50,12 @@ from typing import Iterable
 
 import numpy as np
 
-from raglab import config
-from raglab.chunking import load_tokenizer, token_lengths
-from raglab.config import work_dir
-from raglab.minilm import MiniLM
-from raglab.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, model_location, quiet_loading
-from raglab.progress import progress_bar
+from raglab.base import config
+from raglab.book.chunking import load_tokenizer, token_lengths
+from raglab.base.config import work_dir
+from raglab.infra.minilm import MiniLM
+from raglab.infra.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, model_location, quiet_loading
+from raglab.base.progress import progress_bar
 
 PRECISIONS = ("float32", "bfloat16")
 PAD_MULTIPLE = 16        # every text is padded to a multiple of 16 tokens: its vector depends on the text alone
@@ -165,7 +165,7 @@ def padded_length(n_tokens: int, max_tokens: int, multiple: int = PAD_MULTIPLE) 
 
 
 def default_cache_path() -> Path:
-    """``<work dir>/cache/embeddings.sqlite`` (see ``raglab.config.work_dir``)."""
+    """``<work dir>/cache/embeddings.sqlite`` (see ``raglab.base.config.work_dir``)."""
 
     return work_dir() / "cache" / "embeddings.sqlite"
 
@@ -280,7 +280,7 @@ class Embedder:
         self.cache_id = cache_id(self.model_id, self.precision)
         self.cache = EmbeddingCache() if cache is True else None if cache is None or cache is False else cache
         self._model = None
-        self._light = None          # raglab.minilm.MiniLM: the packaged model's forward pass in plain torch
+        self._light = None          # raglab.infra.minilm.MiniLM: the packaged model's forward pass in plain torch
         self._tokenizer = None
         self._dim, self._max_tokens = _packaged_dims() if self.packaged else (None, None)
         self.last_stats: dict = {}
@@ -311,7 +311,7 @@ class Embedder:
         return SentenceTransformer(name, device=self.device)
 
     def _load_light(self):
-        """The packaged model's forward pass in plain torch (``raglab.minilm``), for the CPU."""
+        """The packaged model's forward pass in plain torch (``raglab.infra.minilm``), for the CPU."""
         return MiniLM()
 
     @property
@@ -348,7 +348,7 @@ class Embedder:
         ctx = (torch.autocast(device_type, dtype=torch.bfloat16) if self.precision == "bfloat16"
                else contextlib.nullcontext())
         if self.packaged and device_type == "cpu" and self._model is None:
-            # the same vectors without importing sentence-transformers (raglab.minilm: seconds at a cold start)
+            # the same vectors without importing sentence-transformers (raglab.infra.minilm: seconds at a cold start)
             self._light = self._light or self._load_light()
             with torch.inference_mode(), ctx:
                 out = self._light.forward(texts, length)

@@ -16,8 +16,8 @@ import re
 import threading
 from pathlib import Path
 
-from raglab import config
-from raglab.files import read_jsonl
+from raglab.base import config
+from raglab.base.files import read_jsonl
 
 MAX_BYTES_ENV, KEEP_ENV = "RAGLAB_TRACE_MAX_BYTES", "RAGLAB_TRACE_KEEP"
 DEFAULT_MAX_BYTES, DEFAULT_KEEP = 10_000_000, 5

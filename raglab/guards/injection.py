@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab import config
-from raglab.embeddings import Embedder
-from raglab.files import atomic_open
-from raglab.text import sentence_spans
+from raglab.base import config
+from raglab.book.embed import Embedder
+from raglab.base.files import atomic_open
+from raglab.base.text import sentence_spans
 
 
 # ---------------------------------------------------------------- the rule
@@ -436,7 +436,7 @@ def visible_text(text: str, detector=None, before: tuple[str, ...] = (), after: 
 
 # ---------------------------------------------------------------- the learned detector
 
-RESOURCES = Path(__file__).parent / "resources"
+RESOURCES = Path(__file__).parents[1] / "resources"
 # labelled sentences (1: an instruction aimed at an AI reader, 0: ordinary text), then Python-docs negatives
 TRAINING_FILES = ("instruction_sentences.jsonl", "instruction_sentences_2.jsonl", "instruction_sentences_3.jsonl",
                   "docs_negatives.jsonl")

@@ -39,13 +39,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from raglab.bm25 import BM25, top_k
-from raglab.chunking import Chunk, prefix_for
-from raglab.embeddings import resolve_precision
-from raglab.files import atomic_dir
-from raglab.packaged_models import MINILM, TRAINED_PREFIX, minilm_path, models_dir, quiet_loading
-from raglab.progress import progress_bar
-from raglab.text import clean, sentence_spans
+from raglab.book.bm25 import BM25, top_k
+from raglab.book.chunking import Chunk, prefix_for
+from raglab.book.embed import resolve_precision
+from raglab.base.files import atomic_dir
+from raglab.infra.packaged_models import MINILM, TRAINED_PREFIX, minilm_path, models_dir, quiet_loading
+from raglab.base.progress import progress_bar
+from raglab.base.text import clean, sentence_spans
 
 KINDS = ("heading", "signature", "cloze")
 NEGATIVES = ("page", "bm25", "dense")

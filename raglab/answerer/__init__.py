@@ -1,0 +1,1 @@
+"""The offline answerer's parts: extractive sentence selection."""

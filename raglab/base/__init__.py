@@ -1,0 +1,1 @@
+"""The lowest base: settings, atomic files, records, text helpers, progress bars."""

@@ -1,0 +1,1 @@
+"""The book: one file per pipeline stage, in data-flow order."""

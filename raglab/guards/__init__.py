@@ -1,0 +1,1 @@
+"""Guards the assistant is given: injection rules and the learned detector, calibration."""

@@ -1,0 +1,1 @@
+"""Infrastructure below the course: packaged models, caches, index files and stores, traces."""
