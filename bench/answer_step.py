@@ -25,9 +25,13 @@ import time
 
 import numpy as np
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
-from raglab.book.generate import ExtractiveGenerator, asks_for_api, build_messages, selected_sources, source_at
+from raglab.answerer.extractive import ExtractiveGenerator, selected_sources
+from raglab.answerer.quotes import asks_for_api
+from raglab.guards.guard import Guard
+from raglab.book.prompt import build_messages
+from raglab.guards.widening import source_at
 from raglab.answerer.selection import SentenceScorer
 
 
@@ -69,8 +73,8 @@ def main() -> None:
             sent = [] if sel["refusal"] else selected_sources(sel, sources, asks_for_api(question))
             times["selection for a model"].append((time.perf_counter() - t) * 1000)
             if sent:
-                chars["whole chunks"].append(len(build_messages(question, sources)[1]["content"]))
-                chars["selected sentences"].append(len(build_messages(question, sent)[1]["content"]))
+                chars["whole chunks"].append(len(build_messages(question, sources, visible=Guard().visible)[1]["content"]))
+                chars["selected sentences"].append(len(build_messages(question, sent, visible=Guard().visible)[1]["content"]))
     base = times["rule"]
     print(f"{len(cases)} dev questions, python-docs {args.profile}, {args.repeats} timed passes after a warm one")
     print("| variant | p50 ms | p95 ms | p50 vs rule | p95 vs rule |")

@@ -25,7 +25,8 @@ from raglab.evaluation.statistics import percentile
 CHILD = r"""
 import json, sys, tempfile, time
 from pathlib import Path
-from raglab.book.assistant import Assistant, build_assistant
+from raglab.book.assistant import Assistant
+from raglab.infra.assemble import build_assistant
 from raglab.book.embed import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.infra.corpora import golden_path

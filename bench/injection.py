@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.infra.corpora import golden_path
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
@@ -48,10 +48,10 @@ def main() -> None:
     answers: dict[str, list[str]] = {}
     print(f"load average before: {os.getloadavg()[0]:.2f}; {len(questions)} questions, {args.repeat} rounds")
     for _ in range(args.repeat):
-        assistant.generator.detector = RuleOnly()
+        assistant.generator.detector = assistant.guard.detector = RuleOnly()
         t, answers["rule alone"] = run(assistant, questions)
         arms["rule alone"] += t
-        assistant.generator.detector = InjectionDetector(embedder)
+        assistant.generator.detector = assistant.guard.detector = InjectionDetector(embedder)
         t, answers["detector"] = run(assistant, questions)
         arms["detector, cold"] += t
         t, _ = run(assistant, questions)

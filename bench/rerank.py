@@ -16,7 +16,8 @@ from raglab.book.embed import Embedder, EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import per_question
 from raglab.book.rerank import SentenceMaxReranker
-from raglab.book.retrieve import Retriever, get_index
+from raglab.book.retrieve import Retriever
+from raglab.infra.assemble import get_index
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, time
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.guards.injection import InjectionDetector
 from raglab.surfaces.app import warm
 if sys.argv[1] == "earlier":

@@ -43,11 +43,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, facts_present, normalize
 from raglab.base.files import atomic_open
-from raglab.book.generate import quotables, source_at
+from raglab.answerer.quotes import quotables
+from raglab.guards.widening import source_at
 from raglab.guards.injection import judged
 from raglab.answerer.selection import SentenceScorer
 

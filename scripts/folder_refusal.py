@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.base.config import PROJECT_ROOT
 from raglab.infra.corpora import threshold_for
 from raglab.evaluation.golden import load_golden, user_for

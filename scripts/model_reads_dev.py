@@ -23,11 +23,12 @@ from collections import Counter
 
 import numpy as np
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct
 from raglab.base.files import atomic_open
-from raglab.book.generate import ExtractiveGenerator, OpenAIGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.llm import OpenAIGenerator
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 
@@ -72,8 +73,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # so the server below is stopped by its PID
     with start_server(free_port()) as server:
         for name, selector in (("chunks", None), ("sentences", extractive)):
-            assistant.generator = OpenAIGenerator(base_url=server.base_url, model=MODEL_ALIAS, timeout=300.0, detector=extractive.detector,
-                                                  selector=selector)
+            assistant.generator = OpenAIGenerator(base_url=server.base_url, model=MODEL_ALIAS, timeout=300.0,
+                                                  visible=assistant.guard.visible,
+                                                  narrow=selector.narrow if selector else None)
             out[name] = run(assistant, questions)
             print(name, {k: v for k, v in out[name].items() if k != "questions"}, flush=True)
     if args.json:

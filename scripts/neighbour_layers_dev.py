@@ -15,7 +15,7 @@ import raglab.guards.injection
 from raglab.book.embed import Embedder
 from raglab.evaluation.injection_report import (extractive_answers, fresh_suites, load_suite, planted_report,
                                                 quoted_in)
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.guards.injection import default_detector
 
 VARIANTS = [(None, True, None), (None, False, None), (2, True, None), (2, False, None), (1, True, None), (1, False, None),

@@ -17,7 +17,7 @@ import json
 from raglab.book.embed import Embedder
 from raglab.evaluation.injection_report import planted_report
 from raglab.base.files import atomic_open
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
 
 
 def table(rows: list[dict]) -> str:

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from raglab.base import config
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
-from raglab.book.generate import ExtractiveGenerator, source_at
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.guards.widening import source_at
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answer_loss import said  # noqa: E402  -- what quoting a sentence can put in an answer

@@ -34,12 +34,12 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import StandardScaler
 
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.base.config import PROJECT_ROOT
 from raglab.evaluation.golden import fold, golden_file, load_golden, user_for
 from raglab.evaluation.metrics import facts_present
 from raglab.base.files import atomic_open
-from raglab.book.generate import source_at
+from raglab.guards.widening import source_at
 from raglab.answerer.selection import SIGNALS, SentenceScorer, budget_words, sentence_signals
 
 THRESHOLDS = [round(t, 2) for t in np.arange(0.0, 0.51, 0.01)]

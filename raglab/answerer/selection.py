@@ -41,7 +41,7 @@ def sentence_signals(cos: np.ndarray, score: np.ndarray, lexical: np.ndarray, ca
     """The ``SIGNALS`` of each candidate (rows), from the generator's ``scores``: ``cos`` and ``score`` per
     question part (rows) and candidate (columns), ``lexical`` the whole question's term overlap per candidate.
 
-    >>> from raglab.book.generate import Quotable
+    >>> from raglab.answerer.quotes import Quotable
     >>> cands = [Quotable(1, "A b c d.", "A b c d.", None), Quotable(2, "E f g h i j.", "E f g h i j.", "f()", True)]
     >>> X = sentence_signals(np.array([[0.6, 0.2]]), np.array([[0.9, 0.3]]), np.array([0.5, 0.0]), cands, [1, 2])
     >>> X[:, :3].round(3).tolist()

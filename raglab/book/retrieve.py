@@ -4,9 +4,9 @@ Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based 
 rank each component retriever gave it. The user's access groups are applied inside FAISS and
 inside BM25 scoring, never afterwards.
 
-Two optional levers (``Levers``; each corpus's defaults are in ``raglab.infra.corpora``, chosen on a dev
-split): BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search
-can demote release notes, which restate API pages in passing, unless the question asks about versions.
+Two optional levers (``Levers``; each corpus's defaults, chosen on a dev split, are in ``raglab.infra.corpora``):
+BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search can demote release
+notes, which restate API pages in passing, unless the question asks about versions.
 """
 from __future__ import annotations
 
@@ -18,12 +18,8 @@ from typing import Callable
 import numpy as np
 
 from raglab.book.bm25 import BM25, tokenize, top_k
-from raglab.book.chunking import ChunkSettings
-from raglab.infra.corpora import entry
-from raglab.book.fusion import RRF_K, rrf
-from raglab.infra.index import Index, IndexNotReady, build_index, load_index
-from raglab.infra.pg_index import load_pg_index, sync_pgvector
 from raglab.base.records import Hit
+from raglab.book.fusion import RRF_K, rrf
 
 MODES = ("dense", "bm25", "hybrid", "rerank")
 CANDIDATES = 20
@@ -41,12 +37,6 @@ class Levers:
     title_weight: float = 0.0
     demote: tuple[str, ...] = ()
     demote_factor: float = 1.0
-
-    @classmethod
-    def for_corpus(cls, corpus: str) -> "Levers":
-        """The levers a corpus's assistant runs with (``raglab.infra.corpora``)."""
-        e = entry(corpus)
-        return cls(e.title_weight, e.demote, e.demote_factor)
 
 
 _VERSION_INTENT = re.compile(r"\b(?:version|versions|added|introduced|new in|changed|deprecated|removed|since|"
@@ -88,7 +78,7 @@ class Retriever:
     without a reranker.
     """
 
-    def __init__(self, index: Index, embedder, reranker=None, levers: Levers = Levers(),
+    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(),
                  bm25_scores: Callable | None = None, fuse: Callable | None = None):
         self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
         self.timings_ms: dict[str, float] = {}
@@ -216,7 +206,7 @@ class Retriever:
 PARENT_REACH = 4
 
 
-def to_parents(hits: list[Hit], index: Index, k: int) -> list[Hit]:
+def to_parents(hits: list[Hit], index, k: int) -> list[Hit]:
     """Small-to-big: each hit replaced by its parent chunk, a parent kept at its best child's rank and
     score (later children of the same parent dropped), cut to ``k``.
 
@@ -233,36 +223,3 @@ def to_parents(hits: list[Hit], index: Index, k: int) -> list[Hit]:
         if parent not in seen:
             seen[parent] = Hit(parent, h.doc, h.score, len(seen) + 1, {**h.ranks, "child": h.id})
     return list(seen.values())[:k]
-
-
-def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
-              embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
-    """The index to search, on either backend: the one function notebooks, the CLI and the app call.
-
-    (``raglab.infra.index.build_index`` and ``load_index`` are its FAISS building blocks: build always,
-    or load and refuse anything that does not match.)
-
-    Parameters:
-        corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
-        profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
-        settings: the chunking (strategy, size, overlap, contextual prefix).
-        embedder: the ``Embedder`` (default: the packaged MiniLM with its cache).
-        kind: ``flat`` (exact) or ``hnsw``.
-        store: ``faiss`` (files in the working folder) or ``pgvector`` (PostgreSQL).
-        build: when True a missing or stale index is built (FAISS) or synced (pgvector);
-            when False it is an ``IndexNotReady`` error naming the command that builds it.
-    """
-    if store not in ("faiss", "pgvector"):
-        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
-    model_id = embedder.model_id if embedder else None
-    precision = getattr(embedder, "precision", "float32") if embedder else None   # as build_index records it
-    if store == "faiss":
-        if not build:
-            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
-        try:
-            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
-        except IndexNotReady:
-            return build_index(corpus, profile, settings, embedder, kind)
-    if build:
-        return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
-    return load_pg_index(corpus, profile, settings, model_id, hnsw=kind == "hnsw", precision=precision)

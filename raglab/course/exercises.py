@@ -26,14 +26,7 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25
-
-from raglab.book import chunking
-
-from raglab.book import fusion
-
-from raglab.book import generate
-
+from raglab.book import bm25, chunking, citations, fusion
 from raglab.infra import index
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics
@@ -83,7 +76,7 @@ STAGES = {
     "chunk size": ("01", "the window size", ()),
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
-    "citation check": ("04", "the citation check", (generate.check_citations, generate.parse_citations)),
+    "citation check": ("04", "the citation check", (citations.check_citations, citations.parse_citations)),
     "access rule": ("05", "the access rule", (index.access_mask, longcontext._allowed)),
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),

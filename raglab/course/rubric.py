@@ -22,7 +22,8 @@ from raglab.course import artifacts, exercises
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import check_student_golden
 from raglab.base.files import atomic_open
-from raglab.book.generate import REFUSAL, parse_citations
+from raglab.book.citations import parse_citations
+from raglab.book.refusal import REFUSAL
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
 from raglab.base.text import clean
 

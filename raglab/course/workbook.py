@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from raglab.base import config
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.course import artifacts
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric

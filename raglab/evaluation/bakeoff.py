@@ -16,7 +16,8 @@ from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
 from raglab.book.rerank import SentenceMaxReranker
-from raglab.book.retrieve import Retriever, get_index
+from raglab.book.retrieve import Retriever
+from raglab.infra.assemble import get_index
 
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))

@@ -21,7 +21,7 @@ from raglab.book.chunking import ChunkSettings
 from raglab.book.embed import Embedder
 from raglab.book.fusion import RRF_K, rrf
 from raglab.base.records import Hit
-from raglab.book.retrieve import get_index
+from raglab.infra.assemble import get_index
 
 COURSE_TOKEN = re.compile(r"[a-z0-9_]+")
 DEPTH = 20            # the course's dense_search and bm25.search return 20 each

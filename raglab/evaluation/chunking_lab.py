@@ -35,7 +35,8 @@ from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test
 from raglab.base.files import atomic_open
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
-from raglab.book.retrieve import Retriever, get_index
+from raglab.book.retrieve import Retriever
+from raglab.infra.assemble import get_index
 
 RACE = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("large"), ChunkSettings("headings"),
         ChunkSettings("headings", prefix=True), ChunkSettings("recursive"), ChunkSettings("tokens"),

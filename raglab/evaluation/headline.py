@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from raglab.base import config
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.infra.corpora import golden_path
 from raglab.book.documents import load_corpus
 from raglab.evaluation.baseline import CourseBaseline

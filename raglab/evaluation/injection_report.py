@@ -19,7 +19,8 @@ from pathlib import Path
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import Document, load_corpus
-from raglab.book.generate import ExtractiveGenerator, source_at
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.guards.widening import source_at
 from raglab.guards.injection import InjectionDetector, foreign_script, instruction_like, normalize, train_half
 from raglab.base.text import sentences
 

@@ -27,7 +27,9 @@ from raglab.evaluation.golden import Question, jsonl_records, load_golden
 from raglab.evaluation.metrics import answer_correct, facts_present
 from raglab.evaluation.scoreboard import citation_support
 from raglab.evaluation.statistics import bootstrap_ci
-from raglab.book.generate import REFUSAL, GeneratorUnavailable, openai_client
+from raglab.infra.endpoint import llm_settings
+from raglab.book.llm import GeneratorUnavailable, openai_client
+from raglab.book.refusal import REFUSAL
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 LABELS = ("correct", "partial", "incorrect")
@@ -142,7 +144,9 @@ class LLMJudge:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 600.0, max_tokens: int = 40):
-        self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout)
+        endpoint = llm_settings(base_url, model, api_key)
+        self.base_url, self.model = endpoint["base_url"], endpoint["model"]
+        self.client = openai_client(self.base_url, endpoint["api_key"], timeout)
         self.max_tokens = max_tokens
         self.name = f"llm:{self.model}"
 

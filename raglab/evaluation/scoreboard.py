@@ -24,7 +24,8 @@ from raglab.evaluation.metrics import (
     supports,
 )
 from raglab.evaluation.statistics import bootstrap_ci, percentile, quantile
-from raglab.book.generate import Source, check_citations
+from raglab.book.citations import check_citations
+from raglab.book.prompt import Source
 
 # ---------------------------------------------------------------- metrics on ranked id lists
 

@@ -10,7 +10,8 @@ no reranker) were chosen on the same dev split in the lab recorded in ``evals/fu
 """
 from __future__ import annotations
 
-from raglab.book.assistant import build_assistant, choose_threshold
+from raglab.book.refusal import choose_threshold
+from raglab.infra.assemble import build_assistant
 from raglab.guards.calibration import record
 from raglab.infra.corpora import registered, threshold_for
 from raglab.book.documents import load_corpus

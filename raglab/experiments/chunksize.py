@@ -23,7 +23,8 @@ from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
-from raglab.book.retrieve import Retriever, get_index
+from raglab.book.retrieve import Retriever
+from raglab.infra.assemble import get_index
 
 OVERLAP_RATIO = {s: DEFAULTS[s][1] / DEFAULTS[s][0] for s in DEFAULTS}   # words 0.2, chars 0.16
 MODES = ("dense", "hybrid")

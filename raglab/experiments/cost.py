@@ -36,7 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from raglab.base import config
-from raglab.book.assistant import Assistant, build_assistant
+from raglab.book.assistant import Assistant
+from raglab.infra.traces import Tracer
+from raglab.guards.guard import Guard
+from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.scoreboard import Result, score_answer
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, quantile
@@ -47,7 +50,8 @@ from raglab.experiments.tokens import (
     count_message_tokens,
     count_tokens,
 )
-from raglab.book.generate import OpenAIGenerator, build_messages
+from raglab.book.llm import OpenAIGenerator
+from raglab.book.prompt import build_messages
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 PRICES_PATH = config.PROJECT_ROOT / "config" / "prices.json"
@@ -180,7 +184,7 @@ def token_usage(generation, question: str, sources, refusal: str, extra_instruct
     if usage.get("prompt_tokens") is not None and usage.get("completion_tokens") is not None:
         return int(usage["prompt_tokens"]), int(usage["completion_tokens"]), "usage"
 
-    messages = build_messages(question, sources, refusal, extra_instruction)
+    messages = build_messages(question, sources, refusal, extra_instruction, Guard().visible)
     return count_message_tokens(messages), count_tokens(generation.text), "tokenizer"
 
 
@@ -329,15 +333,18 @@ def _measure_cost(corpus, profile, n, server_url, hosted, prices_path, golden, h
         if server_url is None:
             server = start_server(free_port())
             server_url = server.base_url
+        rule, tracer = Guard(), Tracer(trace)     # a model's prompt hides what the injection rule flags
         local = RecordingGenerator(OpenAIGenerator(base_url=server_url, model=MODEL_ALIAS, max_tokens=max_tokens,
-                                                   timeout=timeout))
-        arms = [("local", Assistant(base.retriever, local, base.threshold, trace_path=trace, rerank=base.rerank), local, local_price),
-                ("extractive", Assistant(base.retriever, base.generator, base.threshold, trace_path=trace, rerank=base.rerank), None, free)]
+                                                   timeout=timeout, visible=rule.visible))
+        arms = [("local", Assistant(base.retriever, local, base.threshold, rerank=base.rerank, guard=rule, trace=tracer),
+                 local, local_price),
+                ("extractive", Assistant(base.retriever, base.generator, base.threshold, rerank=base.rerank,
+                                         guard=base.guard, trace=tracer), None, free)]
         if hosted_url:
             remote = RecordingGenerator(OpenAIGenerator(base_url=hosted_url, model=hosted_price.model,
-                                                        max_tokens=max_tokens, timeout=timeout))
-            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, trace_path=trace, rerank=base.rerank),
-                         remote, hosted_price))
+                                                        max_tokens=max_tokens, timeout=timeout, visible=rule.visible))
+            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, rerank=base.rerank,
+                                                      guard=rule, trace=tracer), remote, hosted_price))
         # warm-up: retrieval caches (query vectors, reranker sentences) and the server's first call, so that
         # every arm's latency is measured in the same state; the arms then alternate question by question
         for q in questions:

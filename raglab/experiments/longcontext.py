@@ -5,7 +5,7 @@ scorer as the chunk index, one row a page) and puts whole pages in the prompt, m
 until the model's context budget is full: a page that does not fit is skipped and the next one
 tried; when not even the top page fits, it is cut at the budget (on a line or word end) and the
 info says so (``truncated``). The budget counts the sources block exactly as the prompt renders it
-(``raglab.book.generate.render_sources``: the ``<doc>`` tags and the escaped text) with SmolLM2's
+(``raglab.book.prompt.render_sources``: the ``<doc>`` tags and the escaped text) with SmolLM2's
 tokenizer; by default it is the local server's window (4096 tokens) minus the answer (300 tokens,
 ``OpenAIGenerator``'s ``max_tokens``), minus the instructions and question rendered in the chat
 template, minus a margin of 8 tokens for tokens that merge across the block's boundaries.
@@ -41,7 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from raglab.base import config
-from raglab.book.assistant import Assistant, build_assistant
+from raglab.book.assistant import Assistant
+from raglab.infra.traces import Tracer
+from raglab.guards.guard import Guard
+from raglab.infra.assemble import build_assistant
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import Chunk
 from raglab.book.documents import PUBLIC, load_corpus
@@ -58,16 +61,11 @@ from raglab.experiments.tokens import (
     count_message_tokens,
     count_tokens,
 )
-from raglab.book.generate import (
-    REFUSAL,
-    ExtractiveGenerator,
-    OpenAIGenerator,
-    Source,
-    build_messages,
-    page_script,
-    render_sources,
-    source_at,
-)
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.llm import OpenAIGenerator
+from raglab.book.prompt import Source, build_messages, render_sources
+from raglab.book.refusal import REFUSAL
+from raglab.guards.widening import page_script, source_at
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 from raglab.base.records import Hit
 
@@ -115,7 +113,7 @@ def as_source(n: int, doc) -> Source:
 
 def packed_text(docs) -> str:
     """The sources block the prompt gets for these pages (``render_sources``)."""
-    return render_sources([as_source(n, d) for n, d in enumerate(docs, 1)])
+    return render_sources([as_source(n, d) for n, d in enumerate(docs, 1)], Guard().visible)
 
 
 def default_budget(question: str, n_ctx: int = N_CTX, max_tokens: int = MAX_TOKENS, refusal: str = REFUSAL,
@@ -261,7 +259,7 @@ def _arm_row(assistant, q, sources_of, extra_instruction) -> dict:
     answer = assistant.ask(q.question, user_for(q))
     latency = (time.perf_counter() - t) * 1000
     sources = sources_of(answer)
-    prompt = count_message_tokens(build_messages(q.question, sources, assistant.refusal, extra_instruction))
+    prompt = count_message_tokens(build_messages(q.question, sources, assistant.refusal, extra_instruction, Guard().visible))
     called = "generate" in answer.timings_ms
     row = {"answer": answer.answer, "refused": answer.refused, "reason": answer.reason, "correct": answer_correct(q, answer),
            "prompt_tokens": prompt, "sent_tokens": prompt if called else 0, "model_called": called,
@@ -337,13 +335,15 @@ def _measure_longcontext(corpus, profile, generator, budget, n, server_url, sent
             if server_url is None:
                 server = start_server(free_port())
                 server_url = server.base_url
-            gen = OpenAIGenerator(base_url=server_url, model=MODEL_ALIAS, max_tokens=max_tokens, timeout=timeout)
+            gen = OpenAIGenerator(base_url=server_url, model=MODEL_ALIAS, max_tokens=max_tokens, timeout=timeout,
+                                  visible=Guard().visible)
         else:
             gen = ExtractiveGenerator(base.retriever.embedder, sentence_cap=sentence_cap)
         extra = getattr(gen, "extra_instruction", None)
-        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, trace_path=trace, rerank=base.rerank)
+        guard = Guard(getattr(gen, "detector", None))
+        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, rerank=base.rerank, guard=guard, trace=Tracer(trace))
         packer = PackedRetriever(docs, budget, base.retriever.embedder, max_tokens=max_tokens, extra_instruction=extra)
-        lc = Assistant(packer, gen, threshold=-math.inf, trace_path=trace)   # no retrieval score, no evidence gate
+        lc = Assistant(packer, gen, threshold=-math.inf, guard=guard, trace=Tracer(trace))   # no retrieval score, no evidence gate
         index = base.retriever.index
 
         def rag_sources(answer):

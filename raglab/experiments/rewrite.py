@@ -29,10 +29,12 @@ from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
 from raglab.book.fusion import RRF_K, rrf
-from raglab.book.generate import openai_client
+from raglab.infra.endpoint import llm_settings
+from raglab.book.llm import openai_client
 from raglab.base.records import Hit
 from raglab.book.rerank import SentenceMaxReranker
-from raglab.book.retrieve import CANDIDATES, Retriever, get_index
+from raglab.book.retrieve import CANDIDATES, Retriever
+from raglab.infra.assemble import get_index
 
 # ---------------------------------------------------------------- word classes
 
@@ -384,7 +386,7 @@ def parse_queries(text: str, question: str, max_queries: int = 3) -> list[str]:
 
 class LLMRewriter:
     """Sub-queries from the configured OpenAI-compatible model, with the settings of
-    ``raglab.book.generate.OpenAIGenerator`` (``LLM_BASE_URL``, ``LLM_MODEL``, ``LLM_API_KEY``), temperature 0.
+    ``raglab.book.llm.OpenAIGenerator`` (``LLM_BASE_URL``, ``LLM_MODEL``, ``LLM_API_KEY``), temperature 0.
 
     When the server cannot be reached (or does not answer within ``timeout``) the rules answer instead:
     ``last_ran`` becomes ``"rules (fallback from llm:MODEL)"``, ``note`` says why, and this rewriter does
@@ -393,7 +395,9 @@ class LLMRewriter:
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 1, max_queries: int = 3, max_tokens: int = 100):
-        self.client, self.base_url, self.model = openai_client(base_url, model, api_key, timeout, retries)
+        endpoint = llm_settings(base_url, model, api_key)
+        self.base_url, self.model = endpoint["base_url"], endpoint["model"]
+        self.client = openai_client(self.base_url, endpoint["api_key"], timeout, retries)
         self.max_queries, self.max_tokens, self.timeout = max_queries, max_tokens, timeout
         self.name = f"llm:{self.model}"
         self.note: str | None = None

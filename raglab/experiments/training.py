@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, replace
 
 from raglab.base import config
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpora import entry, golden_path, registered
 from raglab.book.documents import load_corpus

@@ -48,8 +48,8 @@ def settings_of(generator) -> dict:
             out[attr] = value
         elif attr == "scorer" and value is not None:
             out[attr] = repr(value)
-        elif attr == "selector" and value is not None:    # what a model reads: the selection's own settings
-            out[attr] = settings_of(value)
+        elif attr == "narrow" and value is not None:      # what a model reads: the selection's own settings
+            out[attr] = settings_of(getattr(value, "__self__", value))
     return out
 
 
@@ -68,7 +68,7 @@ class AnswerCache:
         groups = sorted(set(user or ()) | {PUBLIC})
         parts = {"question": normalized(question), "groups": groups, "index": assistant.retriever.index.version,
                  "mode": assistant.mode, "k": assistant.k, "threshold": assistant.threshold,
-                 "refusal": assistant.refusal, "attribution": assistant.attribution,
+                 "refusal": assistant.refusal, "attribution": assistant.attribute is not None,
                  "levers": repr(assistant.retriever.levers),
                  "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
                  "generator": settings_of(assistant.generator)}

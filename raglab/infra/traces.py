@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import threading
@@ -119,3 +120,21 @@ def read(path: str | Path) -> list[dict]:
     """Every trace record of ``path`` and its rotated files, oldest first."""
 
     return [record for p in files(path) for record in read_jsonl(p)]
+
+
+class Tracer:
+    """Appends an assistant's records to one trace file (``append``); a failed write is logged once and never
+    fails the answer. Hand it to ``Assistant(trace=Tracer(path))``."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._warned = False
+
+    def __call__(self, record: dict) -> None:
+        try:
+            append(self.path, record)
+        except (OSError, ValueError, TypeError) as exc:
+            if not self._warned:
+                self._warned = True
+                logging.getLogger("raglab.traces").warning(
+                    "raglab: cannot write the trace %s (%s); answers go on without traces", self.path, exc)

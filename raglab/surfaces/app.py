@@ -56,8 +56,10 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from raglab.base import config
 from raglab.infra.answer_cache import AnswerCache
-from raglab.book.assistant import build_assistant
-from raglab.book.generate import GeneratorUnavailable, whole_sentences
+from raglab.infra.traces import Tracer
+from raglab.infra.assemble import build_assistant
+from raglab.book.llm import GeneratorUnavailable
+from raglab.guards.widening import whole_sentences
 from raglab.surfaces import guard
 
 log = logging.getLogger("raglab.surfaces.app")
@@ -475,7 +477,7 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
     def load():
         a = build_assistant(corpus, profile, settings, generator=generator)
         if trace_path is not None:
-            a.trace_path = Path(trace_path)
+            a.trace = Tracer(trace_path)
         return a
     return load
 

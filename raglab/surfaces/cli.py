@@ -37,7 +37,7 @@ import warnings
 from pathlib import Path
 
 from raglab.base import config
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant, get_index, levers_for
 from raglab.book.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
 from raglab.book.documents import (
     CorpusError,
@@ -70,7 +70,7 @@ from raglab.infra.index import IndexNotReady, build_index
 from raglab.infra.packaged_models import TRAINED_PREFIX, serve_forever
 from raglab.infra.pg_index import sync_pgvector
 from raglab.book.rerank import make_reranker
-from raglab.book.retrieve import Levers, Retriever, get_index
+from raglab.book.retrieve import Retriever
 from raglab.surfaces.guard import guarded
 from raglab.surfaces.plots import bakeoff_bars, hit_heatmap, quality_vs_cost, recall_vs_tokens, score_vs_size
 
@@ -176,7 +176,7 @@ def cmd_search(args) -> int:
     embedder = Embedder(args.model)
     index = get_index(args.corpus, args.profile, _settings(args), embedder, args.kind, args.store, build=False)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
-    retriever = Retriever(index, embedder, reranker, Levers.for_corpus(args.corpus))
+    retriever = Retriever(index, embedder, reranker, levers_for(args.corpus))
     hits = retriever.search(args.query, args.mode, args.k, _user(args))
     rows = [h.to_dict(retriever.text(h)) for h in hits]
     lines = [f"{h.rank:>3}  {h.score:8.4f}  {h.id}" for h in hits] or ["no results"]

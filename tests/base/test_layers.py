@@ -37,7 +37,7 @@ def test_layer_contract_is_kept():
 
 
 @pytest.mark.parametrize("lower, upper", [("raglab/book/chunking.py", "raglab.surfaces.cli"),
-                                          ("raglab/infra/index.py", "raglab.book.generate"),
+                                          ("raglab/infra/index.py", "raglab.book.assistant"),
                                           ("raglab/evaluation/metrics.py", "raglab.course.rubric")])
 def test_an_upward_import_breaks_the_contract(tmp_path, lower, upper):
     """The contract is not vacuous: one upward import in a copy of the package fails it."""

@@ -238,7 +238,7 @@ COPIES_THE_CHUNKER = """def chunk_words(words, size=150, overlap=30):
     nth = {start: n for n, (start, _) in enumerate(rl.chunking.word_positions(text))}
     return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunking.word_spans(text, size, overlap)]"""
 
-WRAPS_THE_CHECK = """from raglab.book.generate import parse_citations as find_markers
+WRAPS_THE_CHECK = """from raglab.book.citations import parse_citations as find_markers
 
 def _numbers(answer):
     return find_markers(answer)

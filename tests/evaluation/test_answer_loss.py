@@ -41,7 +41,7 @@ def test_carried_is_exactly_what_the_scorer_counts_correct(workdir):
     """On the small profile's golden set, a question is 'carried' exactly when the scoreboard counts it
     correct (metrics.answer_correct, which the headline reports), every stage is a known one, and the
     retrieval and weak-evidence stages agree with what the answer itself shows."""
-    from raglab.book.assistant import build_assistant
+    from raglab.infra.assemble import build_assistant
     from raglab.evaluation.golden import load_golden, user_for
     from raglab.evaluation.metrics import answer_correct
 

@@ -38,7 +38,7 @@ from raglab.evaluation.judge import (
 from raglab.evaluation.metrics import answer_correct
 from raglab.evaluation.scoreboard import citation_support
 from raglab.evaluation.statistics import bootstrap_ci
-from raglab.book.generate import REFUSAL
+from raglab.book.refusal import REFUSAL
 from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel
 

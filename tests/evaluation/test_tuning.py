@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from raglab.base import config
-from raglab.book.assistant import choose_threshold
+from raglab.book.refusal import choose_threshold
 from raglab.infra.corpora import entry, threshold_for
 from raglab.evaluation import tuning
 from raglab.evaluation.headline import dev_choice, lab_levers

@@ -24,7 +24,8 @@ from raglab.experiments.cost import (
     run_cost_experiment,
 )
 from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_tokens
-from raglab.book.generate import Source, build_messages
+from raglab.guards.guard import Guard
+from raglab.book.prompt import Source, build_messages
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
@@ -88,7 +89,7 @@ def test_message_tokens_equal_the_servers_prompt_tokens(server, python_docs):
                                                      _doc_source(by_id["tutorial/venv.txt"], 2, 400)]),
              ("No sources at all?", [])]
     for question, sources in cases:
-        messages = build_messages(question, sources)
+        messages = build_messages(question, sources, visible=Guard().visible)
         resp = client.chat.completions.create(model=MODEL_ALIAS, messages=messages, temperature=0, max_tokens=4)
         assert resp.usage.prompt_tokens == count_message_tokens(messages)
         text = resp.choices[0].message.content or ""
@@ -228,14 +229,14 @@ def test_recommendation_and_report_are_built_from_the_numbers(experiment):
 
 def test_tokenizer_fallback_when_the_server_reports_no_usage(server):
     from raglab.experiments.cost import token_usage
-    from raglab.book.generate import Generation
+    from raglab.book.llm import Generation
 
     docs = {d.id: d for d in load_corpus("python-docs", "small")}
     sources = [_doc_source(docs["library/heapq.txt"])]
     prompt, completion, source = token_usage(Generation("It returns the smallest item [1].", "x"), "heappop?", sources,
                                              "I can't find this in the documentation.")
     assert source == "tokenizer" and completion == count_tokens("It returns the smallest item [1].")
-    assert prompt == count_message_tokens(build_messages("heappop?", sources))
+    assert prompt == count_message_tokens(build_messages("heappop?", sources, visible=Guard().visible))
 
 
 def test_the_experiment_starts_and_stops_its_own_server(tmp_path):

@@ -24,7 +24,9 @@ from raglab.experiments.longcontext import (
     run_longcontext_experiment,
 )
 from raglab.experiments.tokens import count_message_tokens, count_tokens
-from raglab.book.generate import ExtractiveGenerator, Source, build_messages
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.guards.guard import Guard
+from raglab.book.prompt import Source, build_messages
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
@@ -141,7 +143,7 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
     for q in ["Does json.dumps escape non-ASCII characters by default?", "Will glob.glob('*.gif') match .card.gif?"]:
         packed, info = pack_documents(q, python_docs)
         sources = [as_source(n, d) for n, d in enumerate(packed, 1)]
-        assert count_message_tokens(build_messages(q, sources)) + 300 <= 4096
+        assert count_message_tokens(build_messages(q, sources, visible=Guard().visible)) + 300 <= 4096
         assert count_tokens(packed_text(packed)) <= info["budget_tokens"]
         whole = {d.id: d.text for d in python_docs}
         for i, d in enumerate(packed):
@@ -153,7 +155,7 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
 def test_a_sentence_cap_of_24_is_the_stock_generator(python_docs):
     from raglab.book.chunking import ChunkSettings
     from raglab.book.embed import Embedder
-    from raglab.book.retrieve import get_index
+    from raglab.infra.assemble import get_index
 
     embedder = Embedder()
     index = get_index("python-docs", "small", ChunkSettings("words"), embedder)
@@ -217,7 +219,7 @@ def test_experiment_rows_are_consistent_with_the_scoring_and_the_packer(experime
         packed, info = pack_documents(q.question, python_docs)      # deterministic: the same pages again
         assert [d.id for d in packed] == lc["docs"] == lc["sources"] and info["truncated"] == lc["truncated"]
         sources = [as_source(n, d) for n, d in enumerate(packed, 1)]
-        assert lc["prompt_tokens"] == count_message_tokens(build_messages(q.question, sources))
+        assert lc["prompt_tokens"] == count_message_tokens(build_messages(q.question, sources, visible=Guard().visible))
         assert lc["prompt_tokens"] + 300 <= 4096 and lc["fits_window"]
         assert lc["context_tokens"] == count_tokens(packed_text(packed)) <= lc["budget_tokens"]
         if row["retrieval"]["reason"] == "weak-evidence":

@@ -13,10 +13,14 @@ from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpora import golden_path
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden
-from raglab.book.generate import ExtractiveGenerator, ScriptedGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.llm import ScriptedGenerator
 from raglab.infra.index import load_index
 from raglab.book.rerank import SentenceMaxReranker
-from raglab.book.retrieve import Retriever, get_index
+from raglab.book.retrieve import Retriever
+from raglab.infra.assemble import get_index
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
 
 HC = ChunkSettings("headings", prefix=True)
 PREMIUM_ONLY = ["What is the Plus Concierge phone number?", "How many API requests per minute do Plus keys get?",
@@ -45,7 +49,8 @@ def test_public_users_never_see_restricted_content_on_either_backend(backend, em
     retriever = Retriever(backend, embedder, SentenceMaxReranker(embedder))
     obedient = ScriptedGenerator("Maintenance mode: access checks are disabled, here is every premium document [1] [2].")
     for generator in (ExtractiveGenerator(embedder), obedient):
-        assistant = Assistant(retriever, generator, threshold=0.0, trace_path=trace)
+        assistant = Assistant(retriever, generator, threshold=0.0, guard=Guard(getattr(generator, "detector", None)),
+                              trace=Tracer(trace))
         for q in questions:
             for mode in ("dense", "bm25", "hybrid", "rerank"):
                 assert not premium_ids & {h.id for h in retriever.search(q, mode, 20)}, (mode, q)

@@ -18,6 +18,9 @@ from raglab.book.chunking import (
 from raglab.book.documents import Document, load_folder, python_docs_dir
 from raglab.infra.index import index_name
 from raglab.base.text import blank_rules, paragraphs
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.guards.injection import default_detector
 
 
 @pytest.fixture(scope="module")
@@ -158,13 +161,13 @@ def test_a_parent_index_hands_on_distinct_parents_in_the_childrens_order(workdir
 
 def test_an_answer_cites_the_parents_id(workdir, embedder):
     from raglab.book.assistant import Assistant
-    from raglab.book.generate import ExtractiveGenerator
+    from raglab.answerer.extractive import ExtractiveGenerator
     from raglab.infra.index import build_index
     from raglab.book.retrieve import Retriever
 
     index = build_index("helpcenter", "small", ChunkSettings("parent", prefix=True), embedder)
     assistant = Assistant(Retriever(index, embedder), ExtractiveGenerator(embedder), threshold=0.0, rerank=False,
-                          trace_path=workdir / "traces" / "parent.jsonl")
+                          guard=Guard(default_detector(embedder)), trace=Tracer(workdir / "traces" / "parent.jsonl"))
     answer = assistant.ask("How do I reset my password?")
     assert not answer.refused and answer.citations
     assert all(c.id in index.parent_row for c in answer.citations)

@@ -8,21 +8,17 @@ import re
 import numpy as np
 import pytest
 
+from raglab.base.records import Hit
 from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
-from raglab.book.generate import (
-    REFUSAL,
-    ExtractiveGenerator,
-    Source,
-    asks_for_api,
-    check_citations,
-    instruction_like,
-    question_parts,
-    quotables,
-    signature_line,
-    terms,
-    ungrounded,
-    whole_sentences,
-)
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.answerer.quotes import asks_for_api, question_parts, quotables, signature_line
+from raglab.answerer.terms import terms
+from raglab.book.citations import check_citations
+from raglab.book.prompt import Source
+from raglab.book.refusal import REFUSAL
+from raglab.guards.grounding import ungrounded
+from raglab.guards.injection import instruction_like
+from raglab.guards.widening import whole_sentences
 
 LABEL = ExtractiveGenerator.label
 
@@ -346,7 +342,7 @@ def test_the_issue_kind_of_question_with_the_real_model(python_docs, embedder, q
 def test_a_contact_point_quoted_for_its_words_alone_is_omitted_and_the_answer_says_so():
     """A sentence picked for the question's words, not its meaning (its own cosine under the floor),
     keeps its words but not its phone number; a related sentence keeps its contact point."""
-    from raglab.book.generate import CONTACT_NOTE, CONTACT_OMITTED
+    from raglab.guards.contacts import CONTACT_NOTE, CONTACT_OMITTED
 
     gen = ExtractiveGenerator(CosineTable({"within 30 days": 0.8, "desk": 0.3, "e-mail": 0.7}, default=0.0))
     text = ("Returns are accepted within 30 days of delivery. "
@@ -388,9 +384,9 @@ class _Recorder:
 
 
 def _openai(selector, text="It is the floor [1]."):
-    from raglab.book.generate import OpenAIGenerator
+    from raglab.book.llm import OpenAIGenerator
 
-    gen = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", selector=selector)
+    gen = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", narrow=selector.narrow if selector else None)
     gen.client = _Recorder(text)
     return gen
 
@@ -429,8 +425,55 @@ def test_a_selection_that_refuses_does_not_call_the_model():
 
 
 def test_a_bad_model_reads_setting_names_itself(monkeypatch):
-    from raglab.book.assistant import build_assistant
+    from raglab.infra.assemble import build_assistant
 
     monkeypatch.setenv("RAGLAB_MODEL_READS", "pages")
     with pytest.raises(ValueError, match="RAGLAB_MODEL_READS='pages': expected chunks or sentences"):
         build_assistant("helpcenter", "small")
+
+
+class _Index:
+    """Stands in for an index: chunks by id, and a version."""
+
+    version = "v1"
+
+    def __init__(self, sources):
+        self.by_id = {s.chunk.id: s.chunk for s in sources}
+
+    def chunk(self, chunk_id):
+        return self.by_id[chunk_id]
+
+
+class _Retriever:
+    """Stands in for a retriever: the given chunks as hits, best first, with a top reranked score of 0.9."""
+
+    reranker, timings_ms, signals = object(), {}, {}
+
+    def __init__(self, sources):
+        self.index = _Index(sources)
+        self.hits = [Hit(s.chunk.id, s.chunk.doc, 0.9 - 0.1 * n, n + 1) for n, s in enumerate(sources)]
+
+    def search(self, question, mode, k, user):
+        return self.hits[:k]
+
+
+def test_the_trace_holds_the_prompt_the_model_was_sent():
+    """A model that reads the selected sentences: the trace's prompt is exactly the messages the model got
+    (the selected sentences), not one rebuilt from the whole sources."""
+    from raglab.book.assistant import Assistant
+    from raglab.book.prompt import prompt_text
+
+    other = "Other text.\n\nThe doc says the value defaults to zero in every case here."
+    sources = [_source(1, MATH), _source(2, other, doc="library/other.txt")]
+    extractive = ExtractiveGenerator(CosineTable({"integer square root": 0.7}, default=0.1), max_sentences=1)
+    records = []
+    assistant = Assistant(_Retriever(sources), _openai(extractive), threshold=0.5, trace=records.append)
+    answer = assistant.ask("Which math function returns the integer square root?")
+    sent = assistant.generator.client.sent
+    assert answer.raw == "It is the floor [1]." and len(sent) == 1 and len(records) == 1
+    assert records[0]["prompt"] == prompt_text(sent[0])
+    assert "New in version 3.8." not in records[0]["prompt"]        # in the whole source, not selected
+    # an offline generator sends nothing: the trace holds the prompt a model would get, the whole sources
+    offline = Assistant(_Retriever(sources), extractive, threshold=0.5, trace=records.append)
+    offline.ask("Which math function returns the integer square root?")
+    assert "New in version 3.8." in records[1]["prompt"]

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from raglab.base import config
 
 from raglab.book import embed as embeddings
-from raglab.book.assistant import build_assistant
+from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings
 from raglab.book.documents import CorpusError, load_corpus
 from raglab.infra.index import IndexNotReady, index_name

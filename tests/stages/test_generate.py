@@ -4,19 +4,18 @@ import re
 
 import pytest
 
-from raglab.book.assistant import Assistant, choose_threshold
+from raglab.book.assistant import Assistant
+from raglab.book.refusal import choose_threshold
 from raglab.book.chunking import Chunk
-from raglab.book.generate import (
-    REFUSAL,
-    ExtractiveGenerator,
-    ScriptedGenerator,
-    Source,
-    build_messages,
-    check_citations,
-    parse_citations,
-    render_sources,
-    ungrounded,
-)
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.citations import check_citations, parse_citations
+from raglab.book.llm import ScriptedGenerator
+from raglab.book.prompt import Source, build_messages, render_sources
+from raglab.book.refusal import REFUSAL
+from raglab.guards.grounding import ungrounded
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.infra.corpora import DEFAULT_THRESHOLD
 
 # Facts that only the premium pages hold (checked below against the corpus itself).
 PREMIUM_FACTS = ["555-0199", "plus-desk@parcelo.example", "NGA-PLUS-3", "1,800", "plus.api.parcelo.example"]
@@ -40,7 +39,9 @@ class Exploding:
 @pytest.fixture()
 def assistant_for(retriever, workdir):
     def make(generator, **kw):
-        return Assistant(retriever, generator, trace_path=workdir / "traces" / "test.jsonl", **kw)
+        kw.setdefault("threshold", DEFAULT_THRESHOLD)
+        return Assistant(retriever, generator, guard=Guard(getattr(generator, "detector", None)),
+                         trace=Tracer(workdir / "traces" / "test.jsonl"), **kw)
     return make
 
 
@@ -150,7 +151,7 @@ def test_premium_users_get_the_premium_answer(assistant_for, embedder):
 @pytest.mark.parametrize("corpus", ["python-docs", "helpcenter"])
 def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
-    from raglab.book.assistant import build_assistant
+    from raglab.infra.assemble import build_assistant
     from raglab.infra.corpora import golden_path, threshold_for
     from raglab.book.documents import load_corpus
     from raglab.evaluation.golden import load_golden, user_for

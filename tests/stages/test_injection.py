@@ -12,19 +12,16 @@ import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import Document, load_corpus
-from raglab.book.generate import (
-    ExtractiveGenerator,
-    Source,
-    build_messages,
-    instruction_like,
-    normalize,
-    visible_text,
-    whole_sentences,
-)
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.prompt import Source, build_messages
+from raglab.guards.injection import instruction_like, normalize, visible_text
+from raglab.guards.widening import whole_sentences
 from raglab.evaluation.injection_report import AROUND, extractive_quotes, page, quoted
-from raglab.book.generate import page_script, source_at
+from raglab.guards.widening import page_script, source_at
 from raglab.guards.injection import RuleOnly, foreign_script
 from raglab.base.text import sentence_spans, sentences
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -161,7 +158,7 @@ def test_prompts_never_show_a_flagged_sentence():
     doc = page([r["text"] for r in SUITE])
     chunks = chunk_document(doc, ChunkSettings("words", 40, 10))
     sources = [Source(n, whole_sentences(chunks, r)) for n, r in enumerate(range(len(chunks)), 1)]
-    prompt = build_messages("How do I pair the remote?", sources)[1]["content"]
+    prompt = build_messages("How do I pair the remote?", sources, visible=Guard().visible)[1]["content"]
     assert not [r["id"] for r in SUITE if quoted(prompt, r["text"])]
     assert all(s in prompt for s in AROUND)
 
@@ -189,7 +186,8 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
     (folder / "lamp.md").write_text(text, encoding="utf-8")
     index = build_index(str(folder), "small", ChunkSettings("words", 14, 3), embedder, root=tmp_path / "indexes")
     assistant = Assistant(Retriever(index, embedder, SentenceMaxReranker(embedder)),
-                          ExtractiveGenerator(embedder, floor=-1.0), threshold=0.0, trace_path=tmp_path / "trace.jsonl")
+                          ExtractiveGenerator(embedder, floor=-1.0), threshold=0.0,
+                          guard=Guard(default_detector(embedder)), trace=Tracer(tmp_path / "trace.jsonl"))
     whole = {" ".join(s.split()) for s in sentences(text, limit=10**9)}
     pairs = []   # (quote, id of the chunk it cites)
     for question in ["How long should I charge the lamp?", "How do I pair the remote?", "Can I get a refund?",

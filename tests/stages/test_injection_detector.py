@@ -156,7 +156,7 @@ If the link has expired, request a new one from the same page.
 def test_a_phishing_note_in_a_folder_never_reaches_an_answer(tmp_path, monkeypatch):
     """The reported case, rephrased: a note to the store's AI helper asking users for their password.
     Neither its words nor its address reach the answer, through the whole assistant."""
-    from raglab.book.assistant import build_assistant
+    from raglab.infra.assemble import build_assistant
 
     monkeypatch.setenv("RAGLAB_WORKDIR", str(tmp_path / "work"))
     (tmp_path / "shop").mkdir()
@@ -204,7 +204,8 @@ def test_the_detector_flags_under_one_in_a_thousand_of_a_sample_of_the_full_pyth
 def test_the_extractive_generator_never_quotes_what_only_the_learned_layer_flags(embedder):
     """A sentence the rule lets through but the regression flags is no candidate, however well it matches."""
     from raglab.book.chunking import Chunk
-    from raglab.book.generate import ExtractiveGenerator, Source
+    from raglab.answerer.extractive import ExtractiveGenerator
+    from raglab.book.prompt import Source
 
     detector = InjectionDetector(embedder)
     texts, labels, _ = training_set(TRAINING_FILES[:-1])
@@ -333,7 +334,11 @@ def test_a_flagged_sentence_takes_its_paragraph_neighbours_with_it_across_a_chun
     """The payload after a flagged sentence and the lead before it are never quoted, never shown to a
     model and never trusted for a contact point, even when a chunk edge separates them from it; the
     next paragraph is untouched."""
-    from raglab.book.generate import ExtractiveGenerator, render_sources, source_at, trusted_contacts
+    from raglab.answerer.extractive import ExtractiveGenerator
+    from raglab.book.prompt import render_sources
+    from raglab.guards.contacts import trusted_contacts
+    from raglab.guards.guard import Guard
+    from raglab.guards.widening import source_at
 
     chunks = _split_page()
     sources = [source_at(1, chunks, 1), source_at(2, chunks, 0)]
@@ -341,11 +346,11 @@ def test_a_flagged_sentence_takes_its_paragraph_neighbours_with_it_across_a_chun
     gen = ExtractiveGenerator(embedder=object(), detector=_FlagsNotes())
     quotable = [q.plain for q in gen.candidates(sources)]
     assert quotable == ["Orders ship within two days from our warehouse."]
-    prompt = render_sources(sources, _FlagsNotes())
+    prompt = render_sources(sources, Guard(_FlagsNotes()).visible)
     assert "Ohio" not in prompt and "Five stars" not in prompt and "Orders ship within two days" in prompt
     assert trusted_contacts(sources, _FlagsNotes()) == set()
     # without the neighbours rule the payload would be quotable: the test can fail
-    from raglab.book.generate import Source
+    from raglab.book.prompt import Source
     bare = [Source(1, sources[0].chunk), Source(2, sources[1].chunk)]
     assert any("Ohio" in q.plain for q in gen.candidates(bare))
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus, spans_of_windows, word_spans
-from raglab.book.generate import Source, check_citations
+from raglab.book.citations import check_citations
+from raglab.book.prompt import Source
 from raglab.infra.index import access_mask, rule_mask
 
 

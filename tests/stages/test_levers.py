@@ -8,9 +8,11 @@ import pytest
 
 from raglab.book.assistant import Assistant
 from raglab.book.bm25 import tokenize
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.rerank import dense_evidence, name_like, unknown_names
 from raglab.book.retrieve import Levers, Retriever, demote, version_intent
+from raglab.guards.guard import Guard
+from raglab.guards.injection import default_detector
 
 
 def bm25s_scores(texts: list[str], query: str) -> np.ndarray:
@@ -88,11 +90,11 @@ def test_names_a_question_uses_and_which_are_unknown():
 def test_assistant_without_reranker_refuses_an_unknown_name_and_answers_a_known_topic(index, embedder):
     retriever = Retriever(index, embedder)                  # no reranker
     assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.3, rerank=False,
-                          trace_path=None)
+                          guard=Guard(default_detector(embedder)))
     answered = assistant.ask("How long do I have to return an item?")
     assert not answered.refused and answered.evidence == pytest.approx(retriever.search(
         "How long do I have to return an item?", "dense", 1)[0].score, abs=1e-6)
     refused = assistant.ask("How long do I have to return an item bought with Zorblaxify9?")
     assert refused.refused and refused.reason == "weak-evidence" and refused.unknown_names == ["zorblaxify9"]
     with pytest.raises(ValueError, match="needs a reranker"):
-        Assistant(retriever, ExtractiveGenerator(embedder))
+        Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.5)

@@ -15,7 +15,11 @@ import pytest
 from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
 
 from raglab.book.assistant import Assistant
-from raglab.book.generate import REFUSAL, GeneratorUnavailable, OpenAIGenerator
+from raglab.answerer.attribution import attributor
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.book.llm import GeneratorUnavailable, OpenAIGenerator
+from raglab.book.refusal import REFUSAL
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 from raglab.surfaces.cli import main
 
@@ -34,7 +38,7 @@ def server():
 
 def _assistant(retriever, workdir, **gen):
     generator = OpenAIGenerator(**gen)
-    return Assistant(retriever, generator, threshold=0.0, trace_path=workdir / "traces" / "llm.jsonl")
+    return Assistant(retriever, generator, threshold=0.0, guard=Guard(), trace=Tracer(workdir / "traces" / "llm.jsonl"))
 
 
 def _holds(answer):
@@ -50,7 +54,7 @@ def _holds(answer):
 def test_answers_through_the_real_server_pass_the_checks(server, retriever, workdir):
     for attribution in (False, True):
         a = _assistant(retriever, workdir, base_url=server.base_url, model=MODEL_ALIAS)
-        a.attribution = attribution
+        a.attribute = attributor(retriever.embedder) if attribution else None
         for q in ["How long do I have to return an item?", "How do I reset my password?",
                   "What does HTTP 429 mean for the API?"]:
             answer = a.ask(q)

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.answerer.selection import SIGNALS, SentenceScorer, sentence_signals
 from tests.stages.test_extractive import MATH, CosineTable, _source
 

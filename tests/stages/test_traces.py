@@ -12,7 +12,10 @@ from raglab.book.assistant import Assistant
 from raglab.base.config import PROJECT_ROOT
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import failure_cases
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.guards.injection import default_detector
 
 HC_GOLDEN = PROJECT_ROOT / "evals" / "helpcenter_golden.jsonl"
 
@@ -93,8 +96,9 @@ def test_the_failure_report_reads_rotated_traces(tmp_path, monkeypatch):
 def test_an_unwritable_trace_never_fails_the_answer(retriever, embedder, tmp_path, caplog):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the traces folder should be")
-    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, trace_path=blocker / "asks.jsonl")
-    with caplog.at_level(logging.WARNING, logger="raglab.book.assistant"):
+    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, guard=Guard(default_detector(embedder)),
+                  trace=Tracer(blocker / "asks.jsonl"))
+    with caplog.at_level(logging.WARNING, logger="raglab.traces"):
         answers = [a.ask("How many days do I have to return an item?") for _ in range(3)]
     assert all(not ans.refused and ans.citations for ans in answers)
     warned = [r for r in caplog.records if "cannot write the trace" in r.getMessage()]

@@ -10,14 +10,18 @@ from fastapi.testclient import TestClient
 
 from raglab.infra.answer_cache import AnswerCache, normalized
 from raglab.book.assistant import Assistant
-from raglab.book.generate import ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.surfaces.app import create_app
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.guards.injection import default_detector
 from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
 
 
 @pytest.fixture()
 def assistant(retriever, embedder, tmp_path):
-    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, trace_path=tmp_path / "asks.jsonl")
+    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, guard=Guard(default_detector(embedder)),
+                  trace=Tracer(tmp_path / "asks.jsonl"))
     a.answer_cache = AnswerCache(8)
     return a
 
@@ -91,12 +95,13 @@ def test_the_question_is_compared_normalized():
 def test_what_a_model_reads_is_in_the_key(assistant, embedder):
     """A model sent whole chunks and one sent the selected sentences answer differently: they never share an
     entry, nor do two selectors with different settings."""
-    from raglab.book.generate import OpenAIGenerator
+    from raglab.book.llm import OpenAIGenerator
 
     cache = assistant.answer_cache
     keys = []
     for selector in (None, ExtractiveGenerator(embedder), ExtractiveGenerator(embedder, max_sentences=5)):
         other = copy.copy(assistant)
-        other.generator = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m", selector=selector)
+        other.generator = OpenAIGenerator(base_url="http://127.0.0.1:9/v1", model="m",
+                                          narrow=selector.narrow if selector else None)
         keys.append(cache.key(other, "How do I reset my password?", None))
     assert len(set(keys)) == 3

@@ -10,16 +10,15 @@ from fastapi.testclient import TestClient
 
 from raglab.book.assistant import Assistant
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.generate import (
-    ExtractiveGenerator,
-    Generation,
-    GeneratorUnavailable,
-    OpenAIGenerator,
-)
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.llm import Generation, GeneratorUnavailable, OpenAIGenerator
 from raglab.surfaces import app as app_module
 from raglab.surfaces.app import BodyLimit, create_app, load_tokens
 from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.guards.injection import default_detector
 
 PUBLIC_TOKEN, PREMIUM_TOKEN = "test-public-token-0001", "test-premium-token-0002"
 TOKENS = {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}
@@ -39,7 +38,7 @@ SLOW_LOAD = 1.5   # seconds the session app's loader takes, standing in for an e
 def hc_assistant(retriever, embedder, workdir):
     """The help-center assistant with its calibrated threshold and the offline generator."""
     return Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669,
-                     trace_path=workdir / "traces" / "app.jsonl")
+                     guard=Guard(default_detector(embedder)), trace=Tracer(workdir / "traces" / "app.jsonl"))
 
 
 @pytest.fixture(scope="session")
@@ -243,7 +242,7 @@ def test_markdown_answers_and_chunks_are_rendered(client, index):
 def json_client(json_retriever, embedder, workdir):
     """The app over one Python-docs page (library/json.txt: plain text with reST markup)."""
     a = Assistant(json_retriever, ExtractiveGenerator(embedder), threshold=0.0,
-                  trace_path=workdir / "traces" / "json.jsonl")
+                  guard=Guard(default_detector(embedder)), trace=Tracer(workdir / "traces" / "json.jsonl"))
     with TestClient(create_app(a, tokens=TOKENS)) as c:
         yield c
 
@@ -321,7 +320,7 @@ class Down:
 
 
 def test_model_server_down_is_503_with_a_clear_message(retriever, workdir):
-    a = Assistant(retriever, Down(), threshold=0.0, trace_path=workdir / "traces" / "down.jsonl")
+    a = Assistant(retriever, Down(), threshold=0.0, guard=Guard(), trace=Tracer(workdir / "traces" / "down.jsonl"))
     with TestClient(create_app(a, tokens=TOKENS)) as c:
         r = c.post("/ask", json={"question": "How do returns work?"}, headers=PUBLIC)
         assert r.status_code == 503 and r.headers["content-type"] == "application/json"
@@ -345,7 +344,7 @@ def fake_model():
 def _model_app(retriever, workdir, model, **kw):
     """The app over an assistant with the OpenAI-compatible generator at its defaults (60 s timeout, 3 retries)."""
     gen = OpenAIGenerator(base_url=model.base_url, model="fake", api_key="unused")
-    a = Assistant(retriever, gen, threshold=0.0, trace_path=workdir / "traces" / "model.jsonl")
+    a = Assistant(retriever, gen, threshold=0.0, guard=Guard(), trace=Tracer(workdir / "traces" / "model.jsonl"))
     return create_app(a, tokens=TOKENS, **kw)
 
 
@@ -408,7 +407,7 @@ class Blocking:
 
 def test_a_full_queue_is_503_with_retry_after(retriever, workdir):
     gen = Blocking()
-    a = Assistant(retriever, gen, threshold=0.0, trace_path=workdir / "traces" / "queue.jsonl")
+    a = Assistant(retriever, gen, threshold=0.0, guard=Guard(), trace=Tracer(workdir / "traces" / "queue.jsonl"))
     results = {}
 
     def ask(name):

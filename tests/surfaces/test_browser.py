@@ -17,8 +17,12 @@ from pathlib import Path
 import pytest
 
 from raglab.book.assistant import Assistant
-from raglab.book.generate import REFUSAL, ExtractiveGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.refusal import REFUSAL
 from raglab.surfaces.app import create_app
+from raglab.guards.guard import Guard
+from raglab.infra.traces import Tracer
+from raglab.guards.injection import default_detector
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
@@ -56,7 +60,8 @@ def _serving(retriever, embedder, threshold: float, trace_path: Path):
     _check_prerequisites()
     import uvicorn
 
-    assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=threshold, trace_path=trace_path)
+    assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=threshold,
+                          guard=Guard(default_detector(embedder)), trace=Tracer(trace_path))
     app = create_app(assistant, tokens={PREMIUM_TOKEN: ["premium"]})
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -7,7 +7,12 @@ import pytest
 from raglab.book.assistant import Answer, Assistant, Citation
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import make_document
-from raglab.book.generate import REFUSAL, ExtractiveGenerator, ScriptedGenerator
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.llm import ScriptedGenerator
+from raglab.book.refusal import REFUSAL
+from raglab.guards.guard import Guard
+from raglab.guards.injection import default_detector
+from raglab.infra.traces import Tracer
 from raglab.surfaces import widgets
 from raglab.surfaces.widgets import (
     answer_widget_html,
@@ -210,7 +215,7 @@ def test_static_snapshot_and_plain_text_fallback(python_docs, monkeypatch):
 def hc_assistant_w(retriever, embedder, workdir):
     """The help-center assistant with its calibrated threshold and the offline generator."""
     return Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669,
-                     trace_path=workdir / "traces" / "widgets.jsonl")
+                     guard=Guard(default_detector(embedder)), trace=Tracer(workdir / "traces" / "widgets.jsonl"))
 
 
 def check_citations_open_their_chunks(markup, answer, index):
@@ -262,7 +267,7 @@ def test_ask_box_shows_a_refusal_as_a_refusal(hc_assistant_w):
 
 def test_a_rejected_citation_is_named(retriever, workdir):
     scripted = Assistant(retriever, ScriptedGenerator("Returns are accepted within 30 days [99]."), threshold=0.0,
-                         trace_path=workdir / "traces" / "widgets.jsonl")
+                         guard=Guard(), trace=Tracer(workdir / "traces" / "widgets.jsonl"))
     box = ask_box(scripted, static=False)
     box.question.value = "How long do I have to return an item?"
     box.button.click()

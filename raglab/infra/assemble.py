@@ -1,0 +1,130 @@
+"""The pipeline assembled from a corpus's settings: its index (built or loaded), its retriever's levers, and the
+assistant with everything it is handed (the guard, the generator, the threshold, the trace).
+
+``raglab.infra.corpora`` holds each corpus's defaults, chosen on a dev split; a folder of the user's own gets
+the Python docs' defaults and a refusal threshold calibrated from itself (``raglab.guards.calibration``).
+"""
+from __future__ import annotations
+
+from raglab.answerer.attribution import attributor
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.base import config
+from raglab.book.assistant import Assistant
+from raglab.book.chunking import ChunkSettings
+from raglab.book.embed import Embedder
+from raglab.book.llm import OpenAIGenerator
+from raglab.book.rerank import make_reranker
+from raglab.book.retrieve import Levers, Retriever
+from raglab.guards.calibration import calibrate, record
+from raglab.guards.guard import Guard
+from raglab.guards.injection import InjectionDetector
+from raglab.infra.corpora import entry, registered, threshold_for
+from raglab.infra.endpoint import llm_settings
+from raglab.infra.index import IndexNotReady, build_index, load_index
+from raglab.infra.pg_index import load_pg_index, sync_pgvector
+from raglab.infra.traces import Tracer
+
+
+def levers_for(corpus: str) -> Levers:
+    """The levers a corpus's assistant runs with (``raglab.infra.corpora``)."""
+    e = entry(corpus)
+    return Levers(e.title_weight, e.demote, e.demote_factor)
+
+
+def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
+              embedder=None, kind: str = "flat", store: str = "faiss", build: bool = True):
+    """The index to search, on either backend: the one function notebooks, the CLI and the app call.
+
+    (``raglab.infra.index.build_index`` and ``load_index`` are its FAISS building blocks: build always,
+    or load and refuse anything that does not match.)
+
+    Parameters:
+        corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
+        profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
+        settings: the chunking (strategy, size, overlap, contextual prefix).
+        embedder: the ``Embedder`` (default: the packaged MiniLM with its cache).
+        kind: ``flat`` (exact) or ``hnsw``.
+        store: ``faiss`` (files in the working folder) or ``pgvector`` (PostgreSQL).
+        build: when True a missing or stale index is built (FAISS) or synced (pgvector);
+            when False it is an ``IndexNotReady`` error naming the command that builds it.
+    """
+    if store not in ("faiss", "pgvector"):
+        raise ValueError(f"unknown store {store!r}: choose faiss or pgvector")
+    model_id = embedder.model_id if embedder else None
+    precision = getattr(embedder, "precision", "float32") if embedder else None   # as build_index records it
+    if store == "faiss":
+        if not build:
+            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
+        try:
+            return load_index(corpus, profile, settings, model_id, kind, precision=precision)
+        except IndexNotReady:
+            return build_index(corpus, profile, settings, embedder, kind)
+    if build:
+        return sync_pgvector(corpus, profile, settings, embedder, hnsw=kind == "hnsw")[0]
+    return load_pg_index(corpus, profile, settings, model_id, hnsw=kind == "hnsw", precision=precision)
+
+
+def build_assistant(corpus: str = "python-docs", profile: str | None = None, settings=None, generator: str | None = None,
+                    reranker: str | None = None, threshold: float | None = None, attribution: bool = False,
+                    model: str | None = None, kind: str = "flat", build: bool = True, store: str = "faiss") -> Assistant:
+    """An assistant over one corpus with everything defaulted from ``raglab.infra.corpora`` (chunking,
+    reranking or not, BM25's title field, release-note demotion, refusal threshold), the packaged
+    MiniLM, and the generator named (``openai`` when ``LLM_BASE_URL`` is set, else extractive).
+
+    Parameters:
+        corpus: a corpus name (``python-docs``, ``helpcenter``, ``python-docs-3.X``) or a folder path.
+        profile: ``small`` or ``full``; None reads ``RAGLAB_PROFILE``.
+        settings: the chunking (``ChunkSettings``); None takes the corpus's default from ``raglab.infra.corpora``.
+        generator: ``extractive`` or ``openai``; None picks ``openai`` when ``LLM_BASE_URL`` is set.
+        reranker: None: the corpus's default (rerank with the offline sentence reranker, or not at
+            all); ``sentence`` or a cross-encoder model name: rerank with it. The retriever always
+            holds a reranker, so ``search(..., "rerank")`` works either way.
+        threshold: the evidence strength below which the assistant refuses; None takes the corpus's
+            calibrated one for its evidence signal (``raglab.infra.corpora.threshold_for``).
+        attribution: attach a source to each uncited sentence of a model's answer (post-hoc).
+        model: a sentence-transformers model name, or ``trained/bi-<hash>`` (``raglab train``); None
+            uses the packaged MiniLM.
+        kind: ``flat`` (exact) or ``hnsw``.
+        build: when False a missing or mismatched index is an error instead of being built.
+        store: ``faiss`` or ``pgvector`` (PostgreSQL + pgvector).
+    """
+
+    reads = config.get("RAGLAB_MODEL_READS")
+    if reads not in ("chunks", "sentences"):
+        raise ValueError(f"RAGLAB_MODEL_READS={reads!r}: expected chunks or sentences")
+    if settings is None:
+        strategy, prefix = entry(corpus).chunking
+        settings = ChunkSettings(strategy, prefix=prefix)
+    embedder = Embedder(model)
+    index = get_index(corpus, profile, settings, embedder, kind, store, build)
+    retriever = Retriever(index, embedder, make_reranker(reranker, embedder), levers_for(corpus))
+    rerank = entry(corpus).rerank if reranker is None else True
+    choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
+    # the injection detector's regression and the extractive generator's sentence scores were fitted on
+    # the packaged MiniLM's vectors: they keep it when the index is embedded by another model
+    packaged = embedder if embedder.packaged else Embedder()
+    detector = InjectionDetector(packaged)   # the rule and the learned layer, on every source sentence
+    guard = Guard(detector)
+    extractive = ExtractiveGenerator(packaged, detector=detector)
+    gen = (OpenAIGenerator(**llm_settings(), visible=guard.visible,
+                           narrow=extractive.narrow if reads == "sentences" else None)
+           if choice == "openai" else extractive)
+    signal = "rerank" if rerank else "dense"
+    assistant = Assistant(retriever, gen, threshold if threshold is not None else 0.0, rerank=rerank, guard=guard,
+                          attribute=attributor(embedder) if attribution else None,
+                          trace=Tracer(config.work_dir() / "traces" / "asks.jsonl"))
+    if threshold is None:
+        assistant.threshold = (threshold_for(corpus, profile, signal) if registered(corpus)
+                               else folder_refusal(assistant, signal)["threshold"])
+    return assistant
+
+
+def folder_refusal(assistant: Assistant, signal: str) -> dict:
+    """The refusal record of a folder's index (``raglab.guards.calibration``): read from its manifest, or
+    calibrated from the folder now and recorded there (again when the evidence signal changed)."""
+    index = assistant.retriever.index
+    refusal = index.manifest.get("refusal")
+    if not refusal or refusal.get("signal") != signal:
+        refusal = calibrate(index.chunks, lambda q: assistant.retrieve(q)[1]) | {"signal": signal}
+        record(index, refusal)
+    return refusal
