@@ -3,8 +3,8 @@
 Modules never read ``os.environ`` themselves: they call ``config.get(NAME)`` (or one of the helpers
 below), so this table is the whole list. The README prints the same table.
 
->>> get("RAGLAB_REFUSAL")
-"I can't find this in the documentation."
+>>> get("RAGLAB_QUEUE_SIZE")
+'64'
 >>> sorted(SETTINGS)[:2]
 ['LLM_API_KEY', 'LLM_BASE_URL']
 """
@@ -33,7 +33,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_ARTIFACTS", None, "where notebooks save milestone artifacts (default: build/artifacts)"),
     Setting("RAGLAB_EMBED_PRECISION", "auto", "embedding precision: auto (bfloat16 on a CPU with native bfloat16, AVX512-BF16 or AMX; else float32), float32 or bfloat16"),
     Setting("RAGLAB_DOCS_URL", None, "archive URL for `raglab corpus fetch` (default: the official docs archive)"),
-    Setting("RAGLAB_REFUSAL", "I can't find this in the documentation.", "the one exact refusal text"),
     Setting("RAGLAB_DATABASE_URL", None, "PostgreSQL + pgvector URL (default: an embedded server in the workdir)"),
     Setting("RAGLAB_TOKENS", None, "bearer tokens file for `raglab serve` (default: config/tokens.json)"),
     Setting("RAGLAB_HOSTED_BASE_URL", None, "a hosted OpenAI-compatible endpoint measured by the cost experiment"),

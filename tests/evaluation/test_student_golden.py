@@ -24,7 +24,7 @@ from raglab.surfaces import cli
 
 PROJECT_SMALL = Path(config.PROJECT_ROOT, "evals", "python_docs_golden.jsonl")
 TEMPLATE = Path(config.PROJECT_ROOT, "evals", "student_template.jsonl")
-REFUSAL = config.get("RAGLAB_REFUSAL")
+from raglab.book.refusal import REFUSAL  # noqa: E402
 
 
 @pytest.fixture(scope="module")
