@@ -1,7 +1,9 @@
-"""Text helpers shared by chunking, reranking and generation: paragraphs, sentence ends, sentences,
-and the cleaning of reST underline rules. Offsets into the original text are always kept."""
+"""Text helpers shared by loading, chunking, reranking, generation and the guards: paragraphs, sentence
+ends, sentences and the cleaning of reST underline rules (offsets into the original text are always
+kept), the one rule for invisible characters, and the "did you mean" hint of an error message."""
 from __future__ import annotations
 
+import difflib
 import re
 
 _RULE = re.compile(r"[=\-*~^]{4,}")          # the course's cleaning: reST underline rules
@@ -106,3 +108,32 @@ def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
     ['First one.', 'Second one.', 'Third']
     """
     return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
+
+
+# Invisible format characters: Unicode category Cf (zero-width space and joiners, word joiner, BOM,
+# bidi controls, soft hyphen, tag characters), less the visible prepended concatenation marks
+# (U+0600..U+0605 and kin), plus the variation selectors, the combining grapheme joiner and the
+# Hangul fillers, which also render as nothing.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef]")
+
+
+def remove_invisible(text: str) -> str:
+    """Drop zero-width and other invisible format characters.
+
+    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff")
+    'password ok'
+    """
+    return _INVISIBLE.sub("", text)
+
+
+def did_you_mean(word: str, choices: tuple[str, ...]) -> str:
+    """`` (did you mean 'x'?)`` when ``word`` is close to one of ``choices``, else an empty string.
+
+    >>> did_you_mean("acces", ("title", "access"))
+    " (did you mean 'access'?)"
+    """
+    close = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -39,15 +39,10 @@ from pathlib import Path
 from raglab.base import config
 from raglab.infra.assemble import build_assistant, get_index, levers_for
 from raglab.book.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
-from raglab.book.documents import (
-    CorpusError,
-    CorpusWarning,
-    corpus_stats,
-    fetch_python_docs,
-    folder_settings,
-    load_corpus,
-    page_access,
-)
+from raglab.book.documents import corpus_stats, load_corpus
+from raglab.infra.corpus_files import CorpusError, CorpusWarning
+from raglab.infra.folder_access import folder_settings, page_access
+from raglab.infra.python_docs import fetch_python_docs
 from raglab.infra.corpora import REGISTRY, entry, registered, threshold_for
 from raglab.course.artifacts import jsonable, save_json
 from raglab.course import bundle, classroom, grading

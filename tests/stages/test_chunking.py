@@ -17,7 +17,8 @@ from raglab.book.chunking import (
     split_sections,
     token_lengths,
 )
-from raglab.book.documents import load_folder, make_document, python_docs_dir
+from raglab.book.documents import load_folder, make_document
+from raglab.infra.python_docs import python_docs_dir
 from raglab.base.text import sentence_ends
 
 

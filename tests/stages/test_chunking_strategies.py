@@ -15,7 +15,8 @@ from raglab.book.chunking import (
     parent_chunks,
     register_chunker,
 )
-from raglab.book.documents import Document, load_folder, python_docs_dir
+from raglab.book.documents import Document, load_folder
+from raglab.infra.python_docs import python_docs_dir
 from raglab.infra.index import index_name
 from raglab.base.text import blank_rules, paragraphs
 from raglab.guards.guard import Guard
