@@ -16,7 +16,7 @@ import pytest
 os.environ.setdefault("RAGLAB_PROFILE", "small")
 
 # The notebooks are committed executed on a CPU with native bfloat16, so their vectors are bfloat16 ones. A CPU
-# without it embeds in float32 (raglab.book.embed.resolve_precision): scores differ in the third or fourth
+# without it embeds in float32 (raglab.infra.precision.resolve_precision): scores differ in the third or fourth
 # decimal and index versions (which hash the precision) differ. There nbval compares the notebooks with
 # decimal numbers and hashes masked (notebooks/other_precision.cfg), unless a sanitizer is given.
 NOTEBOOK_PRECISION = "bfloat16"
@@ -24,7 +24,7 @@ OTHER_PRECISION = Path(__file__).parent / "notebooks" / "other_precision.cfg"
 
 
 def _precision() -> str:
-    from raglab.book.embed import resolve_precision
+    from raglab.infra.precision import resolve_precision
 
     return resolve_precision()
 

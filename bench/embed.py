@@ -25,7 +25,9 @@ import numpy as np
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus, load_tokenizer, token_lengths
 from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder, EmbeddingCache, native_bf16
+from raglab.book.embed import Embedder
+from raglab.infra.embedding_cache import EmbeddingCache
+from raglab.infra.precision import native_bf16
 from raglab.infra.packaged_models import minilm_path, quiet_loading
 
 

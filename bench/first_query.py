@@ -27,7 +27,7 @@ import json, sys, tempfile, time
 from pathlib import Path
 from raglab.book.assistant import Assistant
 from raglab.infra.assemble import build_assistant
-from raglab.book.embed import EmbeddingCache
+from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.infra.corpora import golden_path
 from raglab.surfaces.app import embedders, warm

@@ -12,7 +12,8 @@ import tempfile
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings
 from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder, EmbeddingCache
+from raglab.book.embed import Embedder
+from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import per_question
 from raglab.book.rerank import SentenceMaxReranker

@@ -24,7 +24,7 @@ _API = {
     "chunk_document": "raglab.book.chunking", "compare_chunkings": "raglab.book.chunking", "find_headings": "raglab.book.chunking",
     "load_tokenizer": "raglab.book.chunking", "token_lengths": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
     "check_chunks": "raglab.book.chunking",
-    "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.book.embed",
+    "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.infra.embedding_cache",
     "BM25": "raglab.book.bm25", "tokenize": "raglab.book.bm25",
     "build_index": "raglab.infra.index", "load_index": "raglab.infra.index", "IndexNotReady": "raglab.infra.index",
     "sync_pgvector": "raglab.infra.pg_index",

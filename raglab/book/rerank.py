@@ -19,7 +19,7 @@ from typing import Container, Protocol
 
 import numpy as np
 
-from raglab.book.embed import resolve_precision
+from raglab.infra.precision import resolve_precision
 from raglab.infra.packaged_models import TRAINED_PREFIX, model_location
 from raglab.base.records import Hit
 from raglab.infra.training import cached_model

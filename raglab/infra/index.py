@@ -22,7 +22,8 @@ from raglab.book.bm25 import BM25
 from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
 from raglab.book.documents import PUBLIC, corpus_stats, load_corpus
 from raglab.infra.folder_access import folder_settings
-from raglab.book.embed import PADDING_RULE, Embedder, resolve_precision
+from raglab.book.embed import PADDING_RULE, Embedder
+from raglab.infra.precision import resolve_precision
 from raglab.base.files import (
     LOCK_WAIT,
     Busy,
@@ -252,7 +253,7 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
                allow_stale: bool = False, precision: str | None = None) -> Index:
     """Load the index for these settings, refusing one that was built from anything else
     (``allow_stale=True`` accepts one whose corpus has changed since, e.g. while it is rebuilt);
-    ``precision=None`` expects the default embedding precision (``raglab.book.embed.resolve_precision``)."""
+    ``precision=None`` expects the default embedding precision (``raglab.infra.precision.resolve_precision``)."""
     profile = config.profile(profile)
     model_id = model_id or MINILM
     precision = resolve_precision(precision)

@@ -41,7 +41,7 @@ import numpy as np
 
 from raglab.book.bm25 import BM25, top_k
 from raglab.book.chunking import Chunk, prefix_for
-from raglab.book.embed import resolve_precision
+from raglab.infra.precision import resolve_precision
 from raglab.base.files import atomic_dir
 from raglab.infra.packaged_models import MINILM, TRAINED_PREFIX, minilm_path, models_dir, quiet_loading
 from raglab.base.progress import progress_bar

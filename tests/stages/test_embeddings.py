@@ -7,13 +7,8 @@ import numpy as np
 import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus, token_lengths
-from raglab.book.embed import (
-    Embedder,
-    EmbeddingCache,
-    EmbeddingCacheError,
-    TruncationWarning,
-    cache_key,
-)
+from raglab.book.embed import Embedder, TruncationWarning
+from raglab.infra.embedding_cache import EmbeddingCache, EmbeddingCacheError, cache_key
 from raglab.infra.packaged_models import MINILM, minilm_path
 
 SHORT = ["How do I open a file?", "Lists are mutable sequences.", "A dict maps keys to values.",
@@ -98,7 +93,8 @@ def test_second_call_is_all_hits_and_never_calls_the_model(cache, monkeypatch):
 
 def test_warm_cache_imports_no_torch(cache):
     Embedder(cache=cache).encode(SHORT[:2])
-    code = ("import sys; from raglab.book.embed import Embedder, EmbeddingCache; "
+    code = ("import sys; from raglab.book.embed import Embedder; "
+            "from raglab.infra.embedding_cache import EmbeddingCache; "
             f"v = Embedder(cache=EmbeddingCache({str(cache.path)!r})).encode({SHORT[:2]!r}); "
             "assert v.shape == (2, 384), v.shape; "
             "assert not {'torch', 'sentence_transformers'} & set(sys.modules), 'imported torch'")

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from raglab.book import embed as embeddings
 from raglab.book.chunking import ChunkSettings
-from raglab.book.embed import Embedder, EmbeddingCache, cache_key, cpu_flags, native_bf16, resolve_precision
+from raglab.book.embed import Embedder
+from raglab.infra import precision as precisions
+from raglab.infra.embedding_cache import EmbeddingCache, cache_key
+from raglab.infra.precision import cpu_flags, native_bf16, resolve_precision
 from raglab.infra.index import IndexNotReady, build_index, load_index
 
 TEXTS = ["How do I open a file?", "Lists are mutable sequences."]
@@ -44,7 +46,7 @@ def test_native_bf16_agrees_with_torch():
     (None, True, "bfloat16"), (None, False, "float32"), ("auto", True, "bfloat16"), ("auto", False, "float32"),
     ("float32", True, "float32"), ("bfloat16", False, "bfloat16"), (" BFloat16 ", True, "bfloat16")])
 def test_the_setting_overrides_the_default(monkeypatch, setting, native, expected):
-    monkeypatch.setattr(embeddings, "native_bf16", lambda flags=None: native)
+    monkeypatch.setattr(precisions, "native_bf16", lambda flags=None: native)
     if setting is None:
         monkeypatch.delenv("RAGLAB_EMBED_PRECISION", raising=False)
     else:
@@ -129,7 +131,7 @@ def test_the_manifest_records_the_precision_and_load_refuses_another(folder, tmp
     with pytest.raises(IndexNotReady, match=r"embedded in bfloat16, not float32: rebuild it with `raglab index --corpus"):
         load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root)      # the setting's float32
     monkeypatch.setenv("RAGLAB_EMBED_PRECISION", "auto")
-    monkeypatch.setattr(embeddings, "native_bf16", lambda flags=None: True)
+    monkeypatch.setattr(precisions, "native_bf16", lambda flags=None: True)
     assert load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root).manifest["precision"] == "bfloat16"
 
 

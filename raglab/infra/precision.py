@@ -1,0 +1,66 @@
+"""The embedding precision for this machine: ``bfloat16`` on a CPU with native bfloat16 arithmetic, else ``float32``.
+
+``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as float32) is the default
+on a CPU with native bfloat16 arithmetic (the ``avx512_bf16`` or ``amx_bf16`` flag in ``/proc/cpuinfo``),
+``float32`` elsewhere (without native support bfloat16 is emulated and can be slower);
+``RAGLAB_EMBED_PRECISION`` (auto, float32, bfloat16) or ``precision=`` overrides it. The precision is
+part of the embedding cache id and of the index manifest, and an index embedded in another one is refused.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Iterable
+
+from raglab.base import config
+
+PRECISIONS = ("float32", "bfloat16")
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")   # x86 flags of bfloat16 arithmetic (Cooper Lake, Zen 4, Sapphire Rapids)
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags the kernel reports in ``/proc/cpuinfo`` (none where it does not exist)."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def _native_bf16_here() -> bool:
+    return native_bf16(cpu_flags())
+
+
+def native_bf16(flags: Iterable[str] | None = None) -> bool:
+    """Whether a CPU with these flags (default: this one's) has native bfloat16 arithmetic.
+
+    Read from ``/proc/cpuinfo`` rather than torch so that choosing a precision (part of the cache
+    key) never imports torch; elsewhere (no ``/proc/cpuinfo``) the answer is False.
+
+    >>> native_bf16({"avx512f", "avx512_bf16"}), native_bf16({"amx_bf16"}), native_bf16({"avx512f", "avx2"})
+    (True, True, False)
+    """
+    if flags is None:
+        return _native_bf16_here()
+    return any(flag in set(flags) for flag in NATIVE_BF16_FLAGS)
+
+
+def resolve_precision(precision: str | None = None, device: str = "cpu") -> str:
+    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default
+    ``auto``); ``auto`` is ``bfloat16`` on a CPU with native bfloat16, else ``float32``.
+
+    >>> resolve_precision("float32"), resolve_precision("bfloat16"), resolve_precision("auto", device="cuda")
+    ('float32', 'bfloat16', 'float32')
+    """
+    chosen = (precision or config.get("RAGLAB_EMBED_PRECISION")).strip().lower()
+    if chosen == "auto":
+        return "bfloat16" if device == "cpu" and native_bf16() else "float32"
+    if chosen not in PRECISIONS:
+        source = "precision" if precision else "RAGLAB_EMBED_PRECISION"
+        raise ValueError(f"unknown precision {chosen!r} ({source}): choose auto, {', '.join(PRECISIONS)}")
+    return chosen
