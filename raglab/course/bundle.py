@@ -36,7 +36,7 @@ from pathlib import Path
 from raglab import __version__
 
 from raglab.base import config
-from raglab.course.grading import BY_HAND, HIDDEN, SOLUTION
+from raglab.course.cells import BY_HAND, HIDDEN, SOLUTION
 from raglab.course.workbook import notebooks
 from raglab.base.files import atomic_dir, atomic_open
 

@@ -44,17 +44,11 @@ from typing import Callable
 
 from raglab.base import config
 from raglab.course import rubric
-from raglab.course.grading import (
-    ASSIGNMENT,
-    StudentGrade,
-    _api,
-    _generate,
-    entered_by_hand,
-    read_autograded,
-    restore_by_hand,
-    write_feedback,
-    write_gradebook,
-)
+from raglab.course.by_hand import entered_by_hand, restore_by_hand
+from raglab.course.cells import ASSIGNMENT
+from raglab.course.gradebook import write_feedback, write_gradebook
+from raglab.course.grades import StudentGrade, read_autograded
+from raglab.course.grading import _api, _generate
 from raglab.course.workbook import notebooks
 from raglab.base.files import atomic_dir, atomic_open, crash_point
 

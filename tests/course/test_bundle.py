@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from raglab.base import config
-from raglab.course import bundle, grading
+from raglab.course import bundle, cells, grading
 from raglab.surfaces.cli import main
 
 M1 = "01_ingest_and_chunking"
@@ -163,15 +163,15 @@ def milestone_1(installed):
 
 def test_the_blank_milestone_runs_and_earns_nothing(milestone_1):
     executed, grade = milestone_1["blank"]
-    assert grading.ran_status(executed) == grading.NOTHING_DONE
+    assert cells.ran_status(executed) == cells.NOTHING_DONE
     assert [c["score"] for c in grade["checks"]] == [0.0] * len(grade["checks"]) and len(grade["checks"]) == 3
-    assert grade["ran"] == {M1: grading.NOTHING_DONE} and not any(r["passed"] for r in grade["rubric"])
+    assert grade["ran"] == {M1: cells.NOTHING_DONE} and not any(r["passed"] for r in grade["rubric"])
 
 
 def test_the_completed_milestone_passes_its_self_checks_and_rubric(milestone_1):
     executed, grade = milestone_1["done"]
-    assert grading.ran_status(executed) == "ok"
-    assert all(r.error == "" for r in grading.cell_runs(executed)), [r for r in grading.cell_runs(executed) if r.error]
+    assert cells.ran_status(executed) == "ok"
+    assert all(r.error == "" for r in cells.cell_runs(executed)), [r for r in cells.cell_runs(executed) if r.error]
     assert [c["score"] for c in grade["checks"]] == [c["points"] for c in grade["checks"]] == [2.0, 1.0, 1.0]
     assert grade["ran"] == {M1: "ok"} and all(r["passed"] for r in grade["rubric"]), grade["rubric"]
     assert grade["stages"]["chunker"]["by"] == "yours"

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.course import classroom, exercises, grading, rubric
+from raglab.course import by_hand, cells, classroom, criteria, exercises, grading, rubric
 from raglab.surfaces.cli import main
 
 ASSIGNED = ["01_ingest_and_chunking", "04_cited_answers"]
@@ -36,7 +36,7 @@ def test_markers_become_nbgrader_metadata_and_other_cells_lose_it():
         nbformat.v4.new_code_cell("# Self-check\ncheck()"),
     ])
     nb.cells[0].metadata["nbgrader"] = {"grade": True}      # stale metadata on an ordinary cell is removed
-    assert grading.mark_cells(nb, "03_demo") == 2
+    assert cells.mark_cells(nb, "03_demo") == 2
     meta = [c.metadata.get("nbgrader") for c in nb.cells]
     assert meta[0] is None and meta[1]["solution"] and not meta[1]["grade"]
     assert (meta[2]["points"], meta[3]["points"]) == (2, 1) and meta[2]["locked"] and meta[2]["grade_id"] == "03-check-1"
@@ -134,8 +134,8 @@ def _write_it_exercises():
         nb = nbformat.read(path, as_version=4)
         code = [c.source for c in nb.cells if c.cell_type == "code"]
         for i, src in enumerate(code):
-            if grading.SELF_CHECK.match(src) and "(2 points)" in src.splitlines()[0]:
-                answer = next(s for s in reversed(code[:i]) if grading.SOLUTION in s)
+            if cells.SELF_CHECK.match(src) and "(2 points)" in src.splitlines()[0]:
+                answer = next(s for s in reversed(code[:i]) if cells.SOLUTION in s)
                 found.append((path.stem, answer, src))
     return found
 
@@ -145,7 +145,7 @@ def test_every_milestone_has_three_exercises_and_one_to_write():
     assert len(stems) == 8
     for stem, path in stems.items():
         nb = nbformat.read(path, as_version=4)
-        n = grading.mark_cells(nb, stem)
+        n = cells.mark_cells(nb, stem)
         text = "\n".join(c.source for c in nb.cells)
         assert 3 <= n <= 12 and "## Summary" in text and "## Exercises" in text, stem
     assert {s for s, _, _ in _write_it_exercises()} == set(stems)      # one to write in each (07 has two)
@@ -210,7 +210,7 @@ def test_the_blank_release_earns_no_rubric_criterion(released, blank_artifacts):
         for path in grading.notebooks(released):
             grading.prove(path.stem, released, artifacts_dir=blank_artifacts)
     results = rubric.check(blank_artifacts)
-    assert len(results) == len(rubric.CRITERIA) and not any(r.passed for r in results)
+    assert len(results) == len(criteria.CRITERIA) and not any(r.passed for r in results)
     assert sum("is not yours" in r.why for r in results) == len(results), [r.why for r in results if "is not yours" not in r.why]
 
 
@@ -523,11 +523,11 @@ def graded_by_hand(tmp_path_factory):
             return {r["student"]: r for r in csv.DictReader(fh)}
 
     first = grade()
-    grading.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 2)
+    by_hand.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 2)
     entered = grade()
     path = base / "class" / "ada" / "07_bakeoff.ipynb"
     nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if c.cell_type == "markdown" and grading.BY_HAND.match(c.source))
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and cells.BY_HAND.match(c.source))
     cell.source += "\n\nI also re-ran it with the reranker on the full docs."
     nbformat.write(nb, path)
     changed = grade()
@@ -549,7 +549,7 @@ def test_prose_is_to_grade_until_the_instructor_enters_points(graded_by_hand):
 def test_points_outside_the_cells_range_are_refused(graded_by_hand):
     out = graded_by_hand[0]
     with pytest.raises(ValueError, match="outside 0..3"):
-        grading.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 4)
+        by_hand.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 4)
 
 
 def test_the_feedback_page_in_chromium(graded, tmp_path):

@@ -7,14 +7,8 @@ import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.course import artifacts
-from raglab.course.rubric import (
-    CRITERIA,
-    Artifacts,
-    _guard,
-    check,
-    no_leaks,
-    run_check,
-)
+from raglab.course.criteria import CRITERIA, Artifacts, no_leaks
+from raglab.course.rubric import _guard, check, run_check
 from raglab.surfaces.cli import main
 
 
@@ -59,7 +53,7 @@ def test_the_projects_own_artifacts_pass(project_artifacts, capsys):
 
 
 def test_a_chunk_without_a_source_fails(copy):
-    from raglab.course.rubric import chunks_have_ids
+    from raglab.course.criteria import chunks_have_ids
 
     def drop(rows):
         rows[7]["doc"] = ""               # a chunk of your chunker's
@@ -69,7 +63,7 @@ def test_a_chunk_without_a_source_fails(copy):
 
 
 def test_a_duplicate_chunk_id_fails(copy):
-    from raglab.course.rubric import chunks_have_ids
+    from raglab.course.criteria import chunks_have_ids
 
     def dup(rows):
         rows[1]["id"] = rows[0]["id"]
@@ -79,7 +73,7 @@ def test_a_duplicate_chunk_id_fails(copy):
 
 
 def test_a_chunker_that_drops_a_pages_tail_fails(copy):
-    from raglab.course.rubric import chunks_have_ids
+    from raglab.course.criteria import chunks_have_ids
 
     def drop_tail(rows):
         last = max(n for n, r in enumerate(rows) if r["doc"] == "library/json.txt" and r["chunking"] == "yours 150/30")
@@ -93,7 +87,7 @@ def test_a_chunker_that_drops_a_pages_tail_fails(copy):
 
 @pytest.mark.parametrize("size,reason", [(10, "fragments too small"), (150, "at most 10% may be cut")])
 def test_a_window_that_fragments_or_overflows_fails(copy, python_docs, size, reason):
-    from raglab.course.rubric import size_fits
+    from raglab.course.criteria import size_fits
 
     chunks = chunk_corpus(python_docs, ChunkSettings("words", size, size // 5))
     rows = artifacts.load_jsonl("m1_chunks.jsonl", copy)
@@ -123,7 +117,7 @@ def test_artifacts_without_stage_records_fail_every_criterion_over_a_stage(copy)
 
 
 def test_too_few_questions_in_the_fused_top_20_fail(copy):
-    from raglab.course.rubric import fused_top20
+    from raglab.course.criteria import fused_top20
 
     def lose(m2):
         for r in m2["questions"][3:]:
@@ -133,7 +127,7 @@ def test_too_few_questions_in_the_fused_top_20_fail(copy):
 
 
 def test_no_question_only_dense_gets_right_fails(copy):
-    from raglab.course.rubric import keyword_and_vector_wins
+    from raglab.course.criteria import keyword_and_vector_wins
 
     def same(m2):
         for r in m2["questions"]:
@@ -143,7 +137,7 @@ def test_no_question_only_dense_gets_right_fails(copy):
 
 
 def test_reranking_that_rarely_puts_the_right_chunk_first_fails(copy):
-    from raglab.course.rubric import ranked_first
+    from raglab.course.criteria import ranked_first
 
     def demote(m3):
         for rows in m3["configs"].values():
@@ -154,14 +148,14 @@ def test_reranking_that_rarely_puts_the_right_chunk_first_fails(copy):
 
 
 def test_misses_not_looked_at_fail(copy):
-    from raglab.course.rubric import ranked_first
+    from raglab.course.criteria import ranked_first
 
     edit_results(copy, "m3", lambda m3: m3.update(misses_shown=[]))
     assert "not looked at" in only_failure(copy, ranked_first)
 
 
 def test_a_citation_that_was_not_retrieved_fails(copy):
-    from raglab.course.rubric import valid_citations
+    from raglab.course.criteria import valid_citations
 
     def forge(rows):
         r = next(r for r in rows if r["kind"] == "answer" and not r["refused"])
@@ -172,7 +166,7 @@ def test_a_citation_that_was_not_retrieved_fails(copy):
 
 
 def test_an_invented_id_let_through_fails(copy):
-    from raglab.course.rubric import invented_id_caught
+    from raglab.course.criteria import invented_id_caught
 
     def let_through(rows):
         r = next(r for r in rows if r["kind"] == "invented-id")
@@ -183,7 +177,7 @@ def test_an_invented_id_let_through_fails(copy):
 
 
 def test_an_answered_out_of_corpus_question_fails(copy):
-    from raglab.course.rubric import out_of_corpus_refused
+    from raglab.course.criteria import out_of_corpus_refused
 
     def answer(rows):
         r = next(r for r in rows if r["kind"] == "out-of-corpus")
@@ -196,7 +190,7 @@ def test_an_answered_out_of_corpus_question_fails(copy):
 def test_a_recall_that_counts_past_k_fails(copy):
     """A metric with an off-by-one (counting the k+1-th chunk) shows as questions where the student's number
     and the course's definition disagree; the reference is the course's formula, computed by hand here."""
-    from raglab.course.rubric import your_metrics
+    from raglab.course.criteria import your_metrics
 
     def off_by_one(m6):
         for row in m6["questions"]:
@@ -209,7 +203,7 @@ def test_a_recall_that_counts_past_k_fails(copy):
 
 
 def test_a_price_off_by_a_thousand_fails(copy):
-    from raglab.course.rubric import your_prices
+    from raglab.course.criteria import your_prices
 
     edit_results(copy, "m8", lambda m8: m8["answers"][0].update(yours=m8["answers"][0]["raglab"] * 1000))
     assert "1 priced differently from the list price (first answer 1" in only_failure(copy, your_prices)
@@ -243,7 +237,7 @@ def test_an_empty_leak_table_fails(copy):
 
 
 def test_a_bakeoff_without_spread_or_winner_fails(copy):
-    from raglab.course.rubric import bakeoff_decided
+    from raglab.course.criteria import bakeoff_decided
 
     def flatten(bake):
         for r in bake["table"]:
@@ -273,7 +267,7 @@ def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
 # ---------------------------------------------------------------- the student's own work (issue 15)
 
 def test_a_traced_failure_that_did_not_fail_fails(copy):
-    from raglab.course.rubric import failures_traced_by_you
+    from raglab.course.criteria import failures_traced_by_you
 
     board = json.loads((copy / "m5_scoreboard.json").read_text())
     passed = next(q["id"] for q in board["questions"] if q["failure"] is None)
@@ -282,7 +276,7 @@ def test_a_traced_failure_that_did_not_fail_fails(copy):
 
 
 def test_four_traced_failures_or_a_wrong_stage_fail(project_artifacts, tmp_path):
-    from raglab.course.rubric import failures_traced_by_you
+    from raglab.course.criteria import failures_traced_by_you
 
     board = json.loads((project_artifacts / "m5_scoreboard.json").read_text())
     stages = [s for s, ids in board["failures"].items() if ids]
@@ -298,7 +292,7 @@ def test_four_traced_failures_or_a_wrong_stage_fail(project_artifacts, tmp_path)
 
 
 def test_a_choice_outside_the_table_or_ruled_out_by_it_fails(project_artifacts, tmp_path):
-    from raglab.course.rubric import chunking_choice
+    from raglab.course.criteria import chunking_choice
 
     bake = artifacts.load_results(project_artifacts)["bakeoff"]
     worst = min(bake["table"], key=lambda r: r["recall@5_hi"])

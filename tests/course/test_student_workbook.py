@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from raglab.book.documents import load_corpus
-from raglab.course import grading
+from raglab.course import cells, grading
 from raglab.course.workbook import execute
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "evaluation"))
@@ -25,7 +25,7 @@ def test_the_milestones_run_on_a_students_own_golden_set(tmp_path, monkeypatch):
     paths = {p.stem: p for p in grading.notebooks()}
     for stem in READS_THE_GOLDEN_SET:
         ran = execute(paths[stem], allow_errors=True)
-        broken = [(r.index, r.error) for r in grading.cell_runs(ran) if r.kind == "other" and r.error]
+        broken = [(r.index, r.error) for r in cells.cell_runs(ran) if r.kind == "other" and r.error]
         assert not broken, (stem, broken)
     board = json.loads((tmp_path / "artifacts" / "m5_scoreboard.json").read_text())
     ids = {q["id"] for q in board["questions"]}

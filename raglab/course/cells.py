@@ -1,0 +1,95 @@
+"""The workbook's exercise cells as nbgrader sees them: the assignment's name, the markers an instructor's
+notebook holds (an answer between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, a ``# Self-check (N points)``
+cell whose hidden part sits between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``, a prose answer
+graded by hand), ``mark_cells`` turning them into nbgrader's cell metadata, and an executed notebook's code
+cells read back (each one's kind and error, and how the notebook ran)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from raglab.course.exercises import STUB_CALL
+
+ASSIGNMENT = "raglab"
+SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
+# A prose answer the instructor grades: a Markdown cell that starts with this comment (its model answer
+# follows; the release replaces it with ``PROSE_STUB``).
+BY_HAND = re.compile(r"^<!--\s*graded by hand:\s*(\d+)\s+points?\s*-->")
+SOLUTION = "### BEGIN SOLUTION"
+NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
+HIDDEN = "### BEGIN HIDDEN TESTS"
+
+
+def mark_cells(nb, stem: str):
+    """Give the exercise cells nbgrader's metadata (in place): answer cells become solution cells,
+    self-check cells locked grade cells with their points. Returns the number of self-checks.
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\\n### BEGIN SOLUTION\\nx = 2\\n### END SOLUTION"),
+    ...                                      nbformat.v4.new_code_cell("# Self-check (2 points)\\ncheck(...)")])
+    >>> mark_cells(nb, "01_demo"), nb.cells[1].metadata.nbgrader["points"], nb.cells[0].metadata.nbgrader["solution"]
+    (1, 2, True)
+    """
+    n = manual = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            m = BY_HAND.match(cell.source)
+            if m:
+                manual += 1
+                cell.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": int(m.group(1)),
+                                             "grade_id": f"{stem[:2]}-by-hand-{manual}", "schema_version": 3}
+            else:
+                cell.metadata.pop("nbgrader", None)
+            continue
+        if cell.cell_type != "code":
+            continue
+        meta = None
+        m = SELF_CHECK.match(cell.source)
+        if m:
+            n += 1
+            meta = {"grade": True, "solution": False, "locked": True, "points": int(m.group(1) or 1),
+                    "grade_id": f"{stem[:2]}-check-{n}"}
+        elif SOLUTION in cell.source:
+            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{stem[:2]}-answer-{i}"}
+        if meta:
+            cell.metadata["nbgrader"] = {**meta, "schema_version": 3}
+        else:
+            cell.metadata.pop("nbgrader", None)
+    return n
+
+
+def _error_text(cell) -> str:
+    for out in cell.get("outputs", []):
+        if out.output_type == "error":
+            return f"{out.ename}: {out.evalue}".strip()
+    return ""
+
+
+@dataclass
+class CellRun:
+    index: int
+    kind: str          # "check", "answer" or "other"
+    error: str
+
+
+def cell_runs(nb) -> list[CellRun]:
+    """Every code cell of an executed notebook: its kind (by nbgrader metadata or marker) and its error."""
+    runs = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        kind = "check" if meta.get("grade") or SELF_CHECK.match(cell.source) else \
+            "answer" if meta.get("solution") or SOLUTION in cell.source else "other"
+        runs.append(CellRun(i, kind, _error_text(cell)))
+    return runs
+
+
+def ran_status(nb) -> str:
+    """How an executed notebook ran: "ok", the first cell outside the exercises that failed, or
+    ``NOTHING_DONE`` when every answer cell is still the release's stub."""
+    runs = cell_runs(nb)
+    broken = [r for r in runs if r.kind == "other" and r.error]
+    answers = [r for r in runs if r.kind == "answer"]      # the set-up notebook has none: it is never blank
+    blank = bool(answers) and all(STUB_CALL in nb.cells[r.index].source for r in answers)
+    return f"cell {broken[0].index}: {broken[0].error}" if broken else NOTHING_DONE if blank else "ok"
