@@ -25,7 +25,7 @@ from raglab.infra.corpora import DEFAULT_THRESHOLD, entry, registered, threshold
 from raglab.book.documents import PUBLIC
 from raglab.book.embed import Embedder
 from raglab.book.fusion import RRF_K
-from raglab.guards.injection import InjectionDetector
+from raglab.guards.detector import InjectionDetector
 from raglab.book.generate import (
     DEFAULT_BASE_URL,
     REFUSAL,

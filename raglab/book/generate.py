@@ -22,17 +22,9 @@ import numpy as np
 
 from raglab.base import config
 from raglab.book.chunking import Chunk, find_headings
-from raglab.guards.injection import (  # noqa: F401 -- normalize re-exported
-    InjectionDetector,
-    PAGE_SHARE,
-    PAGE_WINDOW,
-    default_detector,
-    instruction_like,
-    normalize,
-    judged,
-    script_of,
-    visible_text,
-)
+from raglab.guards.detector import InjectionDetector, default_detector
+from raglab.guards.injection import instruction_like, judged, normalize, visible_text  # noqa: F401 -- normalize re-exported
+from raglab.guards.scripts import PAGE_SHARE, PAGE_WINDOW, script_of
 from raglab.answerer.selection import budget_words, sentence_signals
 from raglab.base.text import MAX_SENTENCES, clean, paragraphs, sentence_spans, sentences
 
