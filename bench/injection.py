@@ -22,7 +22,7 @@ from raglab.infra.assemble import build_assistant
 from raglab.infra.corpora import golden_path
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
-from raglab.guards.injection import InjectionDetector, RuleOnly
+from raglab.guards.detector import InjectionDetector, RuleOnly
 
 
 def run(assistant, questions) -> tuple[list[float], list[str]]:

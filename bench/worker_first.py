@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, time
 from raglab.infra.assemble import build_assistant
-from raglab.guards.injection import InjectionDetector
+from raglab.guards.detector import InjectionDetector
 from raglab.surfaces.app import warm
 if sys.argv[1] == "earlier":
     InjectionDetector.scores = InjectionDetector._scores          # every sentence judged afresh, nothing kept

@@ -37,7 +37,7 @@ _API = {
     "OpenAIGenerator": "raglab.book.llm", "ScriptedGenerator": "raglab.book.llm",
     "Assistant": "raglab.book.assistant", "Answer": "raglab.book.assistant",
     "ExtractiveGenerator": "raglab.answerer.extractive", "Guard": "raglab.guards.guard",
-    "default_detector": "raglab.guards.injection",
+    "default_detector": "raglab.guards.detector",
     "build_assistant": "raglab.infra.assemble", "llm_settings": "raglab.infra.endpoint",
     "golden_path": "raglab.infra.corpora", "threshold_for": "raglab.infra.corpora",
     "load_golden": "raglab.evaluation.golden",

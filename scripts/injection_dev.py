@@ -21,7 +21,8 @@ import numpy as np
 from raglab.base.config import PROJECT_ROOT
 from raglab.book.documents import load_corpus
 from raglab.evaluation.injection_report import FRESH, load_suite
-from raglab.guards.injection import RESOURCES, InjectionDetector, instruction_like, train_half
+from raglab.guards.detector import RESOURCES, InjectionDetector, train_half
+from raglab.guards.injection import instruction_like
 from raglab.base.text import sentences
 
 SUITES = ("injections", "injections_heldout", "injections_heldout2", "injections_heldout3")

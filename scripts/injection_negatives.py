@@ -1,10 +1,10 @@
 """Write raglab/resources/docs_negatives.jsonl: ordinary sentences, labelled 0, for training the learned
-injection detector (raglab.guards.injection): a seeded sample of Python-docs sentences, and, so that "not
+injection detector (raglab.guards.detector): a seeded sample of Python-docs sentences, and, so that "not
 the Python docs" is not learned as "injected", every sentence of the three fresh help folders in
 evals/folders (customer-facing help text) and of this project's own prose (README files and the
 notebooks' Markdown: text about models, prompts and answers written to people).
 
-Only pages of the training half are sampled (``injection.train_half(page id)``: the first byte of the
+Only pages of the training half are sampled (``detector.train_half(page id)``: the first byte of the
 sha256 of the id is even); the other half is where the detector's false positives are reported
 without having trained on it. The docs hold no injected instruction (the rule flags none of their
 sentences, and the rule's hits on the full docs are read by hand in the tests).
@@ -20,7 +20,8 @@ import random
 from raglab.base.config import PROJECT_ROOT
 from raglab.book.documents import load_corpus
 from raglab.base.files import atomic_open
-from raglab.guards.injection import instruction_like, train_half
+from raglab.guards.detector import train_half
+from raglab.guards.injection import instruction_like
 from raglab.base.text import sentence_spans, sentences
 
 OUT = PROJECT_ROOT / "raglab" / "resources" / "docs_negatives.jsonl"

@@ -23,7 +23,8 @@ import numpy as np
 from raglab.base.config import PROJECT_ROOT
 from raglab.book.documents import load_corpus
 from raglab.evaluation.injection_report import FRESH, in_page, load_suite, round_rows
-from raglab.guards.injection import InjectionDetector, instruction_like, train_half, training_set
+from raglab.guards.detector import InjectionDetector, train_half, training_set
+from raglab.guards.injection import instruction_like
 from raglab.base.text import sentences
 
 ROUNDS = ("injection", "injection_round2", "injection_round3", "injection_round4", "injection_round5")

@@ -16,7 +16,7 @@ from raglab.book.embed import Embedder
 from raglab.evaluation.injection_report import (extractive_answers, fresh_suites, load_suite, planted_report,
                                                 quoted_in)
 from raglab.answerer.extractive import ExtractiveGenerator
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 VARIANTS = [(None, True, None), (None, False, None), (2, True, None), (2, False, None), (1, True, None), (1, False, None),
             (0, True, None), (0, False, None), (None, True, 0.05), (None, True, 0.1), (None, True, 0.2), (None, True, 0.3)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raglab.guards.injection import SHIPPED, InjectionDetector, save_weights, training_set
+from raglab.guards.detector import SHIPPED, InjectionDetector, save_weights, training_set
 
 
 def main() -> None:

@@ -22,7 +22,8 @@ from raglab.book.prompt import Source
 from raglab.book.refusal import REFUSAL
 from raglab.guards.contacts import CONTACT_NOTE, omit_contacts
 from raglab.guards.grounding import ungrounded
-from raglab.guards.injection import InjectionDetector, default_detector, instruction_like, judged
+from raglab.guards.detector import InjectionDetector, default_detector
+from raglab.guards.injection import instruction_like, judged
 
 
 def in_context(score: np.ndarray, candidates: list[Quotable], beta: float) -> np.ndarray:

@@ -21,7 +21,9 @@ from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import Document, load_corpus
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.guards.widening import source_at
-from raglab.guards.injection import InjectionDetector, foreign_script, instruction_like, normalize, train_half
+from raglab.guards.detector import InjectionDetector, train_half
+from raglab.guards.injection import instruction_like, normalize
+from raglab.guards.scripts import foreign_script
 from raglab.base.text import sentences
 
 # ordinary sentences of a help page, around each injection

@@ -13,7 +13,7 @@ from dataclasses import replace
 from raglab.base.text import clean, sentence_spans
 from raglab.book.chunking import Chunk
 from raglab.book.prompt import Source
-from raglab.guards.injection import PAGE_SHARE, PAGE_WINDOW, script_of
+from raglab.guards.scripts import PAGE_SHARE, PAGE_WINDOW, script_of
 
 def document_text(chunks: list[Chunk]) -> tuple[str, int]:
     """The text of one document as far as these of its chunks cover it, and the offset it starts at;

@@ -17,7 +17,7 @@ from raglab.book.rerank import make_reranker
 from raglab.book.retrieve import Levers, Retriever
 from raglab.guards.calibration import calibrate, record
 from raglab.guards.guard import Guard
-from raglab.guards.injection import InjectionDetector
+from raglab.guards.detector import InjectionDetector
 from raglab.infra.corpora import entry, registered, threshold_for
 from raglab.infra.endpoint import llm_settings
 from raglab.infra.index import IndexNotReady, build_index, load_index

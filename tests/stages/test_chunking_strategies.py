@@ -21,7 +21,7 @@ from raglab.infra.index import index_name
 from raglab.base.text import blank_rules, paragraphs
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 
 @pytest.fixture(scope="module")

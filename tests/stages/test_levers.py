@@ -12,7 +12,7 @@ from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.rerank import dense_evidence, name_like, unknown_names
 from raglab.book.retrieve import Levers, Retriever, demote, version_intent
 from raglab.guards.guard import Guard
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 
 def bm25s_scores(texts: list[str], query: str) -> np.ndarray:

@@ -15,7 +15,7 @@ from raglab.evaluation.scoreboard import failure_cases
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 HC_GOLDEN = PROJECT_ROOT / "evals" / "helpcenter_golden.jsonl"
 

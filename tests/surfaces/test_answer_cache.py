@@ -14,7 +14,7 @@ from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.surfaces.app import create_app
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
 
 

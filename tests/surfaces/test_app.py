@@ -18,7 +18,7 @@ from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 PUBLIC_TOKEN, PREMIUM_TOKEN = "test-public-token-0001", "test-premium-token-0002"
 TOKENS = {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}

@@ -22,7 +22,7 @@ from raglab.book.refusal import REFUSAL
 from raglab.surfaces.app import create_app
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 

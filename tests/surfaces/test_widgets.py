@@ -11,7 +11,7 @@ from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.llm import ScriptedGenerator
 from raglab.book.refusal import REFUSAL
 from raglab.guards.guard import Guard
-from raglab.guards.injection import default_detector
+from raglab.guards.detector import default_detector
 from raglab.infra.traces import Tracer
 from raglab.surfaces import widgets
 from raglab.surfaces.widgets import (
