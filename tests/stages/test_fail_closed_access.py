@@ -16,7 +16,7 @@ from raglab.book.assistant import build_assistant
 from raglab.book.chunking import ChunkSettings
 from raglab.book.documents import CorpusError, load_corpus
 from raglab.infra.index import IndexNotReady, index_name
-from raglab.surfaces.app import create_app
+from raglab.surfaces.web.app import create_app
 from raglab.surfaces.cli import main
 
 SECRET = "7391-ZEPHYR"

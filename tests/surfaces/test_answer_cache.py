@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from raglab.infra.answer_cache import AnswerCache, normalized
 from raglab.book.assistant import Assistant
 from raglab.book.generate import ExtractiveGenerator
-from raglab.surfaces.app import create_app
+from raglab.surfaces.web.app import create_app
 from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from raglab.book.assistant import Assistant
 from raglab.book.generate import REFUSAL, ExtractiveGenerator
-from raglab.surfaces.app import create_app
+from raglab.surfaces.web.app import create_app
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
