@@ -3,7 +3,7 @@
 with the offline sentence reranker (which embeds the candidates' sentences on demand).
 
 Each start is a fresh process, as `raglab serve` starts: the index is loaded, the embedding model is
-loaded and run once (``raglab.surfaces.app.warm``, as the server does before it accepts requests), and the embedding cache is empty (a new
+loaded and run once (``raglab.surfaces.web.app.warm``, as the server does before it accepts requests), and the embedding cache is empty (a new
 temporary file), so neither the question nor any sentence is cached. It then asks one dev question
 (the first query) and five more (the later ones), timing `Assistant.retrieve` (retrieval, reranking
 when on, and the evidence strength the refusal rule reads: what the issue's 300 ms target is about)
@@ -30,7 +30,7 @@ from raglab.infra.assemble import build_assistant
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.infra.corpora import golden_path
-from raglab.surfaces.app import embedders, warm
+from raglab.surfaces.web.app import embedders, warm
 
 start, reranker = int(sys.argv[1]), sys.argv[2]
 t0 = time.perf_counter()

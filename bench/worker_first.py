@@ -26,7 +26,7 @@ CHILD = r"""
 import json, sys, time
 from raglab.infra.assemble import build_assistant
 from raglab.guards.detector import InjectionDetector
-from raglab.surfaces.app import warm
+from raglab.surfaces.web.app import warm
 if sys.argv[1] == "earlier":
     InjectionDetector.scores = InjectionDetector._scores          # every sentence judged afresh, nothing kept
 questions = json.loads(sys.argv[2])

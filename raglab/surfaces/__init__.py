@@ -1,4 +1,4 @@
-"""What people touch: the command line (``cli``), the HTTP endpoint and page (``app``) and its server (``serving``), notebook widgets
+"""What people touch: the command line (``cli``), the HTTP app and its page (``web``) and its server (``serving``), notebook widgets
 (``widgets``), answer rendering (``render``) and charts (``plots``)."""
 
 import importlib as _importlib

@@ -1,4 +1,4 @@
-"""``raglab serve``: the HTTP app of ``raglab.surfaces.app`` in one process, or a front and N answer processes.
+"""``raglab serve``: the HTTP app of ``raglab.surfaces.web.app`` in one process, or a front and N answer processes.
 
 With ``workers=1`` the one process answers (its own queue, deadline and answer cache). With more, this
 process is a small front on the public port and each answer process runs the same app on a Unix socket
@@ -37,8 +37,9 @@ import httpx
 
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings
-from raglab.surfaces.app import (DEFAULT_MAX_BODY, HOST, BodyLimit, _send_json, assistant_loader, create_app,
-                                 deadline_setting, retry_after)
+from raglab.surfaces.web.app import HOST, assistant_loader, create_app
+from raglab.surfaces.web.limits import DEFAULT_MAX_BODY, BodyLimit, send_json
+from raglab.surfaces.web.worker import deadline_setting, retry_after
 
 log = logging.getLogger("raglab.surfaces.serving")
 
@@ -154,8 +155,8 @@ class Front:
         try:
             reply = await self.forward(scope, body)
         except NoWorker as exc:
-            return await _send_json(send, 503, {"detail": f"{exc}; try again later", "error": "no-worker"},
-                                    headers=[(b"retry-after", retry_after(self.deadline_s).encode())])
+            return await send_json(send, 503, {"detail": f"{exc}; try again later", "error": "no-worker"},
+                                   headers=[(b"retry-after", retry_after(self.deadline_s).encode())])
         headers = [(k.lower(), v) for k, v in reply.headers.raw if k.lower() not in HOP_BY_HOP]
         headers.append((b"content-length", str(len(reply.content)).encode()))
         await send({"type": "http.response.start", "status": reply.status_code, "headers": headers})

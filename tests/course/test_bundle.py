@@ -67,10 +67,10 @@ def test_the_wheel_is_raglabs_source_and_resources_only(built):
         members = [m for m in whl.namelist() if not m.endswith("/")]
         package = [m for m in members if not m.startswith("raglab-") or ".dist-info/" not in m]
         for m in package:
-            assert m.startswith("raglab/") and m.endswith((".py", ".jsonl", ".npz")), m
+            assert m.startswith("raglab/") and m.endswith((".py", ".jsonl", ".npz", ".html", ".css", ".js")), m
             assert whl.read(m) == (config.PROJECT_ROOT / m).read_bytes(), f"{m} differs from the checkout's"
     tracked = subprocess.run(["git", "ls-files", "raglab"], cwd=config.PROJECT_ROOT, capture_output=True, text=True).stdout.split()
-    assert set(package) == {t for t in tracked if t.endswith((".py", ".jsonl", ".npz"))}
+    assert set(package) == {t for t in tracked if t.endswith((".py", ".jsonl", ".npz", ".html", ".css", ".js"))}
 
 
 def test_nothing_of_the_instructors_is_in_the_bundle(built):

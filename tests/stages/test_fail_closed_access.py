@@ -17,7 +17,7 @@ from raglab.book.chunking import ChunkSettings
 from raglab.book.documents import load_corpus
 from raglab.infra.corpus_files import CorpusError
 from raglab.infra.index import IndexNotReady, index_name
-from raglab.surfaces.app import create_app
+from raglab.surfaces.web.app import create_app
 from raglab.surfaces.cli import main
 
 SECRET = "7391-ZEPHYR"

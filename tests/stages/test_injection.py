@@ -175,7 +175,7 @@ def test_assistant_quotes_whole_sentences_and_cites_text_that_contains_them(tmp_
     from raglab.infra.index import build_index
     from raglab.book.rerank import SentenceMaxReranker
     from raglab.book.retrieve import Retriever
-    from raglab.surfaces.app import create_app
+    from raglab.surfaces.web.app import create_app
 
     folder = tmp_path / "lamp"
     folder.mkdir()

@@ -10,11 +10,11 @@ from fastapi.testclient import TestClient
 
 from raglab.infra.answer_cache import AnswerCache, normalized
 from raglab.book.assistant import Assistant
-from raglab.answerer.extractive import ExtractiveGenerator
-from raglab.surfaces.app import create_app
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
 from raglab.guards.detector import default_detector
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.surfaces.web.app import create_app
 from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
 
 

@@ -1,4 +1,4 @@
-"""The HTTP app (raglab/app.py) through FastAPI's TestClient, over the help-center index of conftest."""
+"""The HTTP app (raglab/surfaces/web/) through FastAPI's TestClient, over the help-center index of conftest."""
 import json
 import re
 import stat
@@ -12,8 +12,11 @@ from raglab.book.assistant import Assistant
 from raglab.base.config import PROJECT_ROOT
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.llm import Generation, GeneratorUnavailable, OpenAIGenerator
-from raglab.surfaces import app as app_module
-from raglab.surfaces.app import BodyLimit, create_app, load_tokens
+from raglab.surfaces.web.app import create_app
+from raglab.surfaces.web.auth import load_tokens
+from raglab.surfaces.web.limits import BodyLimit
+from raglab.surfaces.web.markdown import markdown_answer, markdown_html
+from raglab.surfaces.web.worker import deadline_setting, queue_size_setting
 from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel
 from raglab.guards.guard import Guard
@@ -206,7 +209,7 @@ def test_chunks_are_404_unless_the_caller_may_see_them(client, index, premium_id
     chunk = index.chunks[index.row_of[premium_id]]
     assert shown.status_code == 200
     assert shown.json() == {"id": premium_id, "doc": chunk.doc, "heading": " > ".join(chunk.heading), "text": chunk.text,
-                            "html": app_module.markdown_html(chunk.text)}
+                            "html": markdown_html(chunk.text)}
     public_id = min(public_ids)
     for headers in (PUBLIC, PREMIUM):
         assert client.get(_path(public_id), headers=headers).json()["id"] == public_id
@@ -290,7 +293,7 @@ Refunds take **3 business days**. <img src=x onerror=alert(1)> <iframe src="http
 
 
 def test_raw_html_and_unsafe_links_in_markdown_come_out_inert():
-    html = app_module.markdown_html(HOSTILE)
+    html = markdown_html(HOSTILE)
     elements = _elements(html)
     tags = {tag for tag, _ in elements}
     assert tags <= {"h1", "p", "strong", "a", "table", "thead", "tbody", "tr", "th", "td"}, tags
@@ -302,14 +305,14 @@ def test_raw_html_and_unsafe_links_in_markdown_come_out_inert():
     assert "[click me](javascript:alert(1))" in html and "[or me](JAVASCRIPT:alert(1))" in html
     assert all(set(attrs) <= {"href", "rel", "class"} for _, attrs in elements)   # no on*, no style, no src
     assert {attrs.get("class") for tag, attrs in elements if tag in ("th", "td")} == {"align-left", "align-right"}
-    answer = app_module.markdown_answer(HOSTILE + "\nSee [1] and [2].\n\n[1]: https://evil.example\n",
-                                    [_Cited("returns/returns-and-refunds.md")])
+    answer = markdown_answer(HOSTILE + "\nSee [1] and [2].\n\n[1]: https://evil.example\n",
+                             [_Cited("returns/returns-and-refunds.md")])
     assert "<p>See [1] and [2].</p>" in answer and "<p>[1]: https://evil.example</p>" in answer  # never a link
     assert [attrs["href"] for tag, attrs in _elements(answer) if tag == "a"] == ["https://parcelo.example/help"]
-    assert app_module.markdown_answer("Returns **30 days** [1], *kw* [2]",
-                                  [_Cited("returns/returns-and-refunds.md"), _Cited("library/json.txt")]) is None
-    assert app_module.markdown_answer("No [1]", [_Cited("a.md")], refused=True) is None
-    assert app_module.markdown_answer("No sources", []) is None
+    assert markdown_answer("Returns **30 days** [1], *kw* [2]",
+                           [_Cited("returns/returns-and-refunds.md"), _Cited("library/json.txt")]) is None
+    assert markdown_answer("No [1]", [_Cited("a.md")], refused=True) is None
+    assert markdown_answer("No sources", []) is None
 
 
 class Down:
@@ -434,11 +437,11 @@ def test_a_full_queue_is_503_with_retry_after(retriever, workdir):
 def test_queue_and_deadline_settings(monkeypatch):
     monkeypatch.setenv("RAGLAB_QUEUE_SIZE", "3")
     monkeypatch.setenv("RAGLAB_DEADLINE_S", "1.5")
-    assert (app_module.queue_size_setting(), app_module.deadline_setting()) == (3, 1.5)
-    assert (app_module.queue_size_setting(7), app_module.deadline_setting(4)) == (7, 4.0)
+    assert (queue_size_setting(), deadline_setting()) == (3, 1.5)
+    assert (queue_size_setting(7), deadline_setting(4)) == (7, 4.0)
     monkeypatch.delenv("RAGLAB_QUEUE_SIZE")
     monkeypatch.delenv("RAGLAB_DEADLINE_S")
-    assert (app_module.queue_size_setting(), app_module.deadline_setting()) == (64, 30.0)
+    assert (queue_size_setting(), deadline_setting()) == (64, 30.0)
     for bad in ("-1", "lots"):
         monkeypatch.setenv("RAGLAB_QUEUE_SIZE", bad)
         with pytest.raises(ValueError, match="RAGLAB_QUEUE_SIZE|queue size"):

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from raglab.book.assistant import Assistant
-from raglab.answerer.extractive import ExtractiveGenerator
-from raglab.book.refusal import REFUSAL
-from raglab.surfaces.app import create_app
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
 from raglab.guards.detector import default_detector
+from raglab.answerer.extractive import ExtractiveGenerator
+from raglab.book.refusal import REFUSAL
+from raglab.surfaces.web.app import create_app
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
