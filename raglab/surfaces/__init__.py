@@ -6,7 +6,8 @@ from pathlib import Path as _Path
 
 
 def __getattr__(name: str):
-    """Submodules load on first use (``rl.experiments.cost`` after ``import raglab as rl``)."""
-    if (_Path(__file__).parent / f"{name}.py").exists():
+    """Submodules and subpackages load on first use (``rl.surfaces.cli`` after ``import raglab as rl``)."""
+    here = _Path(__file__).parent
+    if (here / f"{name}.py").exists() or (here / name / "__init__.py").exists():
         return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

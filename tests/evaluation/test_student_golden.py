@@ -21,6 +21,7 @@ from raglab.evaluation.golden import (
     load_golden,
 )
 from raglab.surfaces import cli
+from raglab.surfaces.cli import evaluate as cli_evaluate
 
 PROJECT_SMALL = Path(config.PROJECT_ROOT, "evals", "python_docs_golden.jsonl")
 TEMPLATE = Path(config.PROJECT_ROOT, "evals", "student_template.jsonl")
@@ -155,9 +156,9 @@ def test_raglab_eval_scores_the_file_raglab_golden_names(tmp_path, docs, monkeyp
     path = write(tmp_path / "mine.jsonl", [{k: v for k, v in r.items() if k != "split"} for r in student_set(docs)])
     monkeypatch.setenv("RAGLAB_GOLDEN", str(path))
     scored = []
-    monkeypatch.setattr(cli, "_assistant", lambda args, build: None)
-    monkeypatch.setattr(cli, "run_golden", lambda assistant, golden, *rest: scored.append(golden) or {})
-    monkeypatch.setattr(cli, "format_scoreboard", lambda board: "scored")
+    monkeypatch.setattr(cli_evaluate, "assistant_for", lambda args, build: None)
+    monkeypatch.setattr(cli_evaluate, "run_golden", lambda assistant, golden, *rest: scored.append(golden) or {})
+    monkeypatch.setattr(cli_evaluate, "format_scoreboard", lambda board: "scored")
     assert cli.main(["eval", "--corpus", "python-docs", "--profile", "small"]) == 0
     assert scored == [path]
 

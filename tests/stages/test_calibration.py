@@ -47,7 +47,7 @@ def test_only_folders_are_calibrated_from_themselves():
 def test_a_folder_is_calibrated_once_recorded_and_replaced_by_a_golden_dev_split(tmp_path, monkeypatch, helpcenter):
     from raglab.infra.assemble import build_assistant
     from raglab.evaluation.tuning import tune_threshold
-    from raglab.surfaces.cli import refusal_info
+    from raglab.surfaces.cli.corpus import refusal_info
 
     monkeypatch.setenv("RAGLAB_WORKDIR", str(tmp_path / "work"))
     folder = tmp_path / "shop"
