@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections import Counter
 from itertools import chain
 from pathlib import Path
@@ -50,6 +49,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
+
+from raglab.base.files import atomic_open
 
 K1, B = 1.5, 0.75
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
@@ -207,23 +208,14 @@ class BM25:
         return top_k(self.scores(query, allowed), k)
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the index to one ``.npz`` file, atomically (a temporary file, then a rename)."""
-        path = Path(path)
+        """Write the index to one ``.npz`` file, atomically (``raglab.base.files.atomic_open``)."""
         arrays = {
             "format": np.array(_FORMAT), "params": np.array([self.k1, self.b, self.avgdl]),
             "lengths": self.lengths, "data": self._data, "indices": self._indices, "indptr": self._indptr,
             "vocab": np.frombuffer("\n".join(self.vocab).encode(), dtype=np.uint8),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        with atomic_open(path, "wb") as fh:
+            np.savez(fh, **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike, tokenizer: Callable[[str], list[str]] = tokenize) -> "BM25":
