@@ -21,9 +21,10 @@ _API = {
     "Document": "raglab.book.documents", "CorpusError": "raglab.book.documents", "CorpusWarning": "raglab.book.documents",
     "load_corpus": "raglab.book.documents", "corpus_stats": "raglab.book.documents", "python_docs_dir": "raglab.book.documents",
     "Chunk": "raglab.book.chunking", "ChunkSettings": "raglab.book.chunking", "chunk_corpus": "raglab.book.chunking",
-    "chunk_document": "raglab.book.chunking", "compare_chunkings": "raglab.book.chunking", "find_headings": "raglab.book.chunking",
-    "load_tokenizer": "raglab.book.chunking", "token_lengths": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
-    "check_chunks": "raglab.book.chunking",
+    "chunk_document": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
+    "find_headings": "raglab.book.sections",
+    "load_tokenizer": "raglab.infra.tokenizer", "token_lengths": "raglab.infra.tokenizer",
+    "check_chunks": "raglab.evaluation.chunk_checks", "compare_chunkings": "raglab.evaluation.chunk_checks",
     "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.book.embed",
     "BM25": "raglab.book.bm25", "tokenize": "raglab.book.bm25",
     "build_index": "raglab.infra.index", "load_index": "raglab.infra.index", "IndexNotReady": "raglab.infra.index",
@@ -47,7 +48,7 @@ _API = {
 # short name -> a module reachable as ``rl.<name>``
 _MODULES = {
     "config": "raglab.base.config", "text": "raglab.base.text", "corpora": "raglab.infra.corpora",
-    "chunking": "raglab.book.chunking", "stores": "raglab.infra.stores",
+    "chunking": "raglab.book.chunking", "chunkers": "raglab.book.chunkers", "stores": "raglab.infra.stores",
     "book": "raglab.book", "evaluation": "raglab.evaluation", "experiments": "raglab.experiments",
     "course": "raglab.course", "surfaces": "raglab.surfaces",
     "plots": "raglab.surfaces.plots", "widgets": "raglab.surfaces.widgets", "artifacts": "raglab.course.artifacts",

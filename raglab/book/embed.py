@@ -51,7 +51,7 @@ from typing import Iterable
 import numpy as np
 
 from raglab.base import config
-from raglab.book.chunking import load_tokenizer, token_lengths
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.base.config import work_dir
 from raglab.infra.minilm import MiniLM
 from raglab.infra.packaged_models import MINILM, MINILM_MAX_TOKENS, minilm_path, model_location, quiet_loading

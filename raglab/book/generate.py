@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from raglab.base import config
-from raglab.book.chunking import Chunk, find_headings
+from raglab.book.chunking import Chunk
+from raglab.book.sections import find_headings
 from raglab.guards.injection import (  # noqa: F401 -- normalize re-exported
     InjectionDetector,
     PAGE_SHARE,

@@ -17,13 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raglab.base import config
-from raglab.book.chunking import token_lengths, word_positions
+from raglab.book.chunkers import word_positions
 from raglab.course import artifacts, exercises
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import check_student_golden
 from raglab.base.files import atomic_open
 from raglab.book.generate import REFUSAL, parse_citations
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.infra.tokenizer import token_lengths
 from raglab.base.text import clean
 
 # The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three

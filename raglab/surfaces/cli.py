@@ -38,7 +38,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.book.assistant import build_assistant
-from raglab.book.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus, chunk_stats
+from raglab.book.chunking import STRATEGIES, UNITS, ChunkSettings, chunk_corpus
 from raglab.book.documents import (
     CorpusError,
     CorpusWarning,
@@ -56,6 +56,7 @@ from raglab.course.rubric import run_check
 from raglab.course.workbook import run_workbook
 from raglab.book.embed import Embedder
 from raglab.evaluation import chunking_lab as lab
+from raglab.evaluation.chunk_checks import chunk_stats
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
 from raglab.evaluation.golden import check_student_golden, golden_file, load_golden

@@ -4,17 +4,17 @@ covered, the model's token limit), and the race that compares them."""
 import numpy as np
 import pytest
 
+from raglab.book.chunkers import RECURSIVE_SEPARATORS
 from raglab.book.chunking import (
     REGISTERED,
-    RECURSIVE_SEPARATORS,
     ChunkSettings,
-    check_chunks,
     chunk_corpus,
     chunk_document,
-    load_tokenizer,
     parent_chunks,
     register_chunker,
 )
+from raglab.evaluation.chunk_checks import check_chunks
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.book.documents import Document, load_folder, python_docs_dir
 from raglab.infra.index import index_name
 from raglab.base.text import blank_rules, paragraphs
