@@ -43,9 +43,9 @@ def pytest_report_header(config):
 SLOW_FIXTURES = {"embedder", "index", "retriever", "pg_url", "project_artifacts", "python_index", "llm_server",
                  "server", "app_client", "client", "released", "graded", "graded_by_hand", "built", "installed",
                  "milestone_1", "class_run"}
-SLOW_DOCTESTS = ("raglab.book.chunking.load_tokenizer", "raglab.book.chunking.token_lengths", "raglab.book.chunking.chunk_stats",
-                 "raglab.book.chunking.compare_chunkings", "raglab.book.embed", "raglab.experiments.tokens",
-                 "raglab.surfaces.widgets", "raglab.book.rerank")
+SLOW_DOCTESTS = ("raglab.infra.tokenizer.load_tokenizer", "raglab.infra.tokenizer.token_lengths",
+                 "raglab.evaluation.chunk_checks.chunk_stats", "raglab.evaluation.chunk_checks.compare_chunkings",
+                 "raglab.book.embed", "raglab.experiments.tokens", "raglab.surfaces.widgets", "raglab.book.rerank")
 
 
 def _slow(item) -> bool:

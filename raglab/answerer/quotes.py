@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 
 from raglab.base.text import MAX_SENTENCES, clean, paragraphs, sentence_spans
-from raglab.book.chunking import Chunk, find_headings
+from raglab.book.chunking import Chunk
+from raglab.book.sections import find_headings
 from raglab.book.prompt import Source
 
 _SIG_WORDS = r"(?:class|exception|static|staticmethod|classmethod|abstractmethod|async|await|awaitable|coroutine|property|final)"

@@ -31,7 +31,7 @@ from typing import Iterable
 import numpy as np
 
 from raglab.base.progress import progress_bar
-from raglab.book.chunking import load_tokenizer, token_lengths
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.infra.embedding_cache import EmbeddingCache, EmbeddingCacheError
 from raglab.infra.embedding_model import load_sentence_transformer, packaged_dims
 from raglab.infra.minilm import MiniLM

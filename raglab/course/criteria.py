@@ -9,7 +9,8 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from raglab.book.chunking import token_lengths, word_positions
+from raglab.book.chunkers import word_positions
+from raglab.infra.tokenizer import token_lengths
 from raglab.course import artifacts
 from raglab.book.documents import load_corpus
 from raglab.book.citations import parse_citations

@@ -26,7 +26,7 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunking, citations, fusion
+from raglab.book import bm25, chunkers, chunking, citations, fusion
 from raglab.infra import index
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics
@@ -72,7 +72,7 @@ def check(title: str, test: Callable[[], tuple[bool, str]]) -> None:
 # The stages a student's function replaces, one per milestone: the milestone, what it is, and the raglab
 # functions it stands in for (a "solution" that reaches one of them is a copy, not the student's work).
 STAGES = {
-    "chunker": ("01", "the word-window chunker", (chunking.word_spans, chunking.chunk_document, chunking.chunk_corpus)),
+    "chunker": ("01", "the word-window chunker", (chunkers.word_spans, chunking.chunk_document, chunking.chunk_corpus)),
     "chunk size": ("01", "the window size", ()),
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
@@ -81,8 +81,8 @@ STAGES = {
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
-    "own chunker": ("07", "your chunker in the chunking race", (chunking.model_windows, chunking.token_spans,
-                                                                  chunking.recursive_spans)),
+    "own chunker": ("07", "your chunker in the chunking race", (chunking.model_windows, chunkers.token_spans,
+                                                                  chunkers.recursive_spans)),
     "answer cost": ("08", "the cost of an answer", (cost.answer_cost,)),
 }
 YOURS, FALLBACK, COPY = "yours", "raglab", "copy"

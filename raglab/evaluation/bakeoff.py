@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.book.chunking import ChunkSettings, load_tokenizer, token_lengths
+from raglab.book.chunking import ChunkSettings
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.book.embed import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate

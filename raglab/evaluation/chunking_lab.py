@@ -25,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.book.chunking import ChunkSettings, check_chunks, load_tokenizer, token_lengths
+from raglab.book.chunking import ChunkSettings
+from raglab.evaluation.chunk_checks import check_chunks
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.base.config import PROJECT_ROOT
 from raglab.infra.corpora import entry
 from raglab.book.documents import load_corpus

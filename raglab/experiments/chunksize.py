@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from raglab.base import config
-from raglab.book.chunking import DEFAULTS, ChunkSettings, load_tokenizer, token_lengths
+from raglab.book.chunking import DEFAULTS, ChunkSettings
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.book.embed import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate

@@ -29,16 +29,10 @@ import ipywidgets as widgets
 from IPython.display import HTML, display
 
 from raglab.book.assistant import Answer
-from raglab.book.chunking import (
-    UNITS,
-    Chunk,
-    ChunkSettings,
-    chunk_document,
-    load_tokenizer,
-    token_lengths,
-)
+from raglab.book.chunking import UNITS, Chunk, ChunkSettings, chunk_document
 from raglab.book.documents import Document
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.surfaces.render import answer_html
 
 __all__ = ["AskBox", "ChunkExplorer", "answer_widget_html", "ask_box", "chunk_explorer", "chunk_html",

@@ -235,8 +235,8 @@ def invalid_citations(answer, n_sources):
 COPIES_THE_CHUNKER = """def chunk_words(words, size=150, overlap=30):
     \"\"\"raglab's windows, called directly.\"\"\"
     text = " ".join(words)
-    nth = {start: n for n, (start, _) in enumerate(rl.chunking.word_positions(text))}
-    return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunking.word_spans(text, size, overlap)]"""
+    nth = {start: n for n, (start, _) in enumerate(rl.chunkers.word_positions(text))}
+    return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunkers.word_spans(text, size, overlap)]"""
 
 WRAPS_THE_CHECK = """from raglab.book.citations import parse_citations as find_markers
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab.book.chunking import token_lengths
+from raglab.infra.tokenizer import token_lengths
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from chunk_libraries import (  # noqa: E402  (the bench folder is not a package)

@@ -6,17 +6,10 @@ import sys
 
 import pytest
 
-from raglab.book.chunking import (
-    STRATEGIES,
-    ChunkSettings,
-    char_spans,
-    chunk_corpus,
-    chunk_document,
-    load_tokenizer,
-    pack,
-    split_sections,
-    token_lengths,
-)
+from raglab.book.chunkers import char_spans, pack
+from raglab.book.chunking import STRATEGIES, ChunkSettings, chunk_corpus, chunk_document
+from raglab.book.sections import split_sections
+from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.book.documents import load_folder, make_document
 from raglab.infra.python_docs import python_docs_dir
 from raglab.base.text import sentence_ends

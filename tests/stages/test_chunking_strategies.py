@@ -4,14 +4,12 @@ covered, the model's token limit), and the race that compares them."""
 import numpy as np
 import pytest
 
+from raglab.book.chunkers import RECURSIVE_SEPARATORS
 from raglab.book.chunking import (
     REGISTERED,
-    RECURSIVE_SEPARATORS,
     ChunkSettings,
-    check_chunks,
     chunk_corpus,
     chunk_document,
-    load_tokenizer,
     parent_chunks,
     register_chunker,
 )

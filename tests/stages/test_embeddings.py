@@ -6,7 +6,8 @@ import warnings
 import numpy as np
 import pytest
 
-from raglab.book.chunking import ChunkSettings, chunk_corpus, token_lengths
+from raglab.book.chunking import ChunkSettings, chunk_corpus
+from raglab.infra.tokenizer import token_lengths
 from raglab.book.embed import Embedder, TruncationWarning
 from raglab.infra.embedding_cache import EmbeddingCache, EmbeddingCacheError, cache_key
 from raglab.infra.packaged_models import MINILM, minilm_path

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus, spans_of_windows, word_spans
+from raglab.book.chunkers import spans_of_windows, word_spans
+from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.book.citations import check_citations
 from raglab.book.prompt import Source
 from raglab.infra.index import access_mask, rule_mask
