@@ -13,6 +13,8 @@ from raglab.book.chunking import (
     parent_chunks,
     register_chunker,
 )
+from raglab.evaluation.chunk_checks import check_chunks
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.book.documents import Document, load_folder
 from raglab.infra.python_docs import python_docs_dir
 from raglab.infra.index import index_name
