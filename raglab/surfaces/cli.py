@@ -64,7 +64,7 @@ from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.evaluation.tuning import format_tuning, tune_threshold
 from raglab.experiments import training as corpus_training
 from raglab.experiments.registry import EXPERIMENTS
-from raglab.experiments.rewrite import make_rewriter
+from raglab.experiments.rewriters import make_rewriter
 from raglab.base.files import atomic_open, write_jsonl
 from raglab.infra.index import IndexNotReady, build_index
 from raglab.infra.packaged_models import TRAINED_PREFIX, serve_forever
