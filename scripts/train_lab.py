@@ -15,7 +15,7 @@ from dataclasses import asdict
 
 from raglab.base import config
 from raglab.experiments import training
-from raglab.infra.training import KINDS, NEGATIVES
+from raglab.experiments.mining import KINDS, NEGATIVES
 
 OUT = config.PROJECT_ROOT / "evals" / "results" / "training-lab.jsonl"
 

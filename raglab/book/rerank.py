@@ -22,7 +22,7 @@ import numpy as np
 from raglab.infra.precision import resolve_precision
 from raglab.infra.packaged_models import TRAINED_PREFIX, model_location
 from raglab.base.records import Hit
-from raglab.infra.training import cached_model
+from raglab.infra.model_store import cached_model
 from raglab.base.text import clean, sentences
 
 

@@ -30,7 +30,7 @@ from raglab.book import bm25, chunkers, chunking, citations, fusion
 from raglab.infra import index
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics
-from raglab.experiments import cost, longcontext
+from raglab.experiments import packing, pricing
 
 NOT_DONE = (NotImplementedError, NameError)
 # What the student release puts in an answer cell (``raglab.course.grading``): a cell that still holds it
@@ -77,13 +77,13 @@ STAGES = {
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
     "citation check": ("04", "the citation check", (citations.check_citations, citations.parse_citations)),
-    "access rule": ("05", "the access rule", (index.access_mask, longcontext._allowed)),
+    "access rule": ("05", "the access rule", (index.access_mask, packing._allowed)),
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
     "own chunker": ("07", "your chunker in the chunking race", (chunking.model_windows, chunkers.token_spans,
                                                                   chunkers.recursive_spans)),
-    "answer cost": ("08", "the cost of an answer", (cost.answer_cost,)),
+    "answer cost": ("08", "the cost of an answer", (pricing.answer_cost,)),
 }
 YOURS, FALLBACK, COPY = "yours", "raglab", "copy"
 

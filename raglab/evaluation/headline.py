@@ -30,7 +30,7 @@ from raglab.evaluation.golden import SPLITS, Question, load_golden
 from raglab.evaluation.scoreboard import Result, evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test, paired_text, percentile
 from raglab.infra.packaged_models import TRAINED_PREFIX
-from raglab.infra.training import cached_model
+from raglab.infra.model_store import cached_model
 
 RETRIEVAL = ("doc_hit@5", "recall@5", "mrr@10", "hit@1")
 ANSWERS = ("abstention", "facts")

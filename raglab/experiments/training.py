@@ -22,17 +22,9 @@ from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import interval_text, paired_text
 from raglab.experiments.recorded import recorded, recorded_note
-from raglab.infra.training import (
-    KINDS,
-    Pair,
-    TrainSettings,
-    Trained,
-    describe,
-    kind_counts,
-    mine_pairs,
-    train_bi_encoder,
-    train_cross_encoder,
-)
+from raglab.experiments.finetune import TrainSettings, train_bi_encoder, train_cross_encoder
+from raglab.experiments.mining import KINDS, Pair, kind_counts, mine_pairs
+from raglab.infra.model_store import Trained, describe
 
 PROFILE_SETTINGS = {
     "small": TrainSettings(pairs=192, batch_size=16, max_length=96, cross_max_length=192),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 MINILM = "all-MiniLM-L6-v2"
 MINILM_MAX_TOKENS = 256
-TRAINED_PREFIX = "trained/"      # the model id of a model trained here: trained/bi-<hash> (raglab.infra.training)
+TRAINED_PREFIX = "trained/"      # the model id of a model trained here: trained/bi-<hash> (raglab.infra.model_store)
 
 
 def minilm_path() -> Path:

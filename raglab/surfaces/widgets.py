@@ -3,61 +3,36 @@
 Learners use them live in Jupyter; instructors read the executed notebooks as static HTML, where
 widgets do not run. So each widget function also displays (``static=True``, the default) a plain
 HTML snapshot of its initial state, and the widget itself falls back to a one-line text note.
-Everything visible comes from two pure functions that are tested on their own:
-
-- ``chunk_html(doc, chunks)``: the document's text with each chunk's span shaded (alternating
-  colours, overlaps in a third colour), a label at each chunk start (local id, tokens; red when
-  over MiniLM's 256-token window), a one-line summary and a table of the chunks shown.
-- ``answer_widget_html(answer, chunk_lookup)``: ``raglab.surfaces.render.answer_html`` (citation markers
-  linking to ``<details>`` that hold the cited chunk's text: no JavaScript needed), with anchors
-  made unique on the page, plus the question, the refusal's reason explained, the evidence
-  strength and the retrieved list.
-
-All document and answer text is HTML-escaped; styles are inline so the HTML survives
-JupyterLab's output sanitizer and nbconvert alike.
+Everything visible comes from two pure functions that are tested on their own, in
+``raglab.surfaces.widget_html``: ``chunk_html(doc, chunks)`` (the document's text with each chunk's
+span shaded) and ``answer_widget_html(answer, chunk_lookup)`` (a cited answer with its evidence).
 """
 from __future__ import annotations
 
-import hashlib
-import html
 import itertools
-import re
 from dataclasses import replace
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import ipywidgets as widgets
 from IPython.display import HTML, display
 
 from raglab.book.assistant import Answer
-from raglab.book.chunking import UNITS, Chunk, ChunkSettings, chunk_document
+from raglab.book.chunking import UNITS, ChunkSettings, chunk_document
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.book.documents import Document
-from raglab.infra.packaged_models import MINILM_MAX_TOKENS
-from raglab.infra.tokenizer import load_tokenizer, token_lengths
-from raglab.surfaces.render import answer_html
+from raglab.surfaces.widget_html import (
+    DEFAULT_LIMIT_CHARS,
+    FONT,
+    RED,
+    answer_widget_html,
+    chunk_html,
+    escape,
+)
 
-__all__ = ["AskBox", "ChunkExplorer", "answer_widget_html", "ask_box", "chunk_explorer", "chunk_html",
-           "default_strategies"]
+__all__ = ["AskBox", "ChunkExplorer", "ask_box", "chunk_explorer", "default_strategies"]
 
-DEFAULT_LIMIT_CHARS = 6000
-# Alternating chunk backgrounds, text covered by two chunks, by three or more.
-CHUNK_COLOURS = ("#cde0f5", "#fcd8b4")
-OVERLAP_COLOURS = ("#b79be6", "#9372cc")
-RED = "#c44e52"
-_FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px;line-height:1.45"
 _SLIDERS = {"words": (20, 600, 10), "characters": (100, 8000, 50), "tokens": (32, 256, 8)}   # min, max, step by unit
 _box_ids = itertools.count(1)
-
-_REASONS = {
-    "weak-evidence": "the best retrieved passage scored below the refusal threshold, so no model was asked",
-    "model-refused": "the generator said the sources do not answer the question",
-    "invalid-citation": "the answer cited a source that was not retrieved for this question",
-    "no-citation": "the answer cited no source",
-    "unsupported-claim": "the answer stated a number, code, e-mail or URL that appears in no source",
-}
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def default_strategies() -> dict[str, ChunkSettings]:
@@ -65,97 +40,6 @@ def default_strategies() -> dict[str, ChunkSettings]:
     settings = [ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("large"),
                 ChunkSettings("headings"), ChunkSettings("headings", prefix=True)]
     return {s.label(): s for s in settings}
-
-
-# ---------------------------------------------------------------- chunk map
-
-def _local_id(chunk: Chunk) -> str:
-    """``library/json.txt#c3`` -> ``#c3``."""
-    return "#" + chunk.id.split("#", 1)[1] if "#" in chunk.id else chunk.id
-
-
-def chunk_html(doc: Document, chunks: list[Chunk], limit_chars: int | None = DEFAULT_LIMIT_CHARS,
-               tokenizer=None, *, token_limit: int = MINILM_MAX_TOKENS, label: str | None = None) -> str:
-    """The document's text with its chunks marked, as one self-contained HTML fragment.
-
-    Every character of ``doc.text[:limit_chars]`` is inside exactly one ``<span class="rl-seg">``,
-    in order, cut at every chunk start and end and nowhere else; ``data-chunks`` lists the
-    positions (in ``chunks``) of the chunks covering it: one chunk gets its alternating colour,
-    two or more (an overlap) a purple shade, none (text no chunk keeps) no background. A label
-    at each chunk start gives its local id and its token count, the MiniLM word pieces of its
-    ``indexed_text`` (what the model embeds, [CLS] and [SEP] counted), in red over
-    ``token_limit``. The summary line counts every chunk of the document; the table lists the
-    chunks that start in the part shown (``limit_chars=None`` shows everything).
-    """
-    shown = len(doc.text) if limit_chars is None else max(0, min(int(limit_chars), len(doc.text)))
-    tokens = token_lengths([c.indexed_text for c in chunks], tokenizer or load_tokenizer()) if chunks else []
-    over = [t > token_limit for t in tokens]
-    label = label or (chunks[0].strategy if chunks else "no chunks")
-    mean = sum(tokens) / len(tokens) if tokens else 0.0
-    summary = (f"<b>{_e(doc.id)}</b> · {_e(label)}: <b>{len(chunks)}</b> chunks · mean {mean:.0f} tokens · "
-               f'<span style="color:{RED if any(over) else "inherit"}"><b>{sum(over) / max(len(chunks), 1):.0%}</b>'
-               f" over {token_limit} tokens ({sum(over)})</span>")
-
-    starts: dict[int, list[int]] = {}
-    for i, c in enumerate(chunks):
-        starts.setdefault(c.start, []).append(i)
-    points = sorted({0, shown} | {p for c in chunks for p in (c.start, c.end) if 0 <= p <= shown})
-    by_start = sorted(range(len(chunks)), key=lambda i: chunks[i].start)
-    active: set[int] = set()
-    nxt = 0
-    parts = []
-    for a, b in zip(points, points[1:]):
-        active = {i for i in active if chunks[i].end > a}
-        while nxt < len(by_start) and chunks[by_start[nxt]].start <= a:
-            if chunks[by_start[nxt]].end > a:
-                active.add(by_start[nxt])
-            nxt += 1
-        for i in starts.get(a, ()):
-            c, colour = chunks[i], RED if over[i] else "#555"
-            parts.append(f'<span class="rl-tag{" rl-over" if over[i] else ""}" data-chunk="{i}" '
-                         f'title="{_e(c.id)} | {_e(" > ".join(c.heading))}" style="font:10px/1.2 sans-serif;'
-                         f'color:#fff;background:{colour};border-radius:3px;padding:0 3px;margin:0 2px;'
-                         f'user-select:none;white-space:nowrap">{_e(_local_id(c))} · {tokens[i]} tok</span>')
-        cover = sorted(active)
-        if not cover:
-            style, title = "color:#999", "in no chunk"
-        elif len(cover) == 1:
-            style, title = f"background:{CHUNK_COLOURS[cover[0] % 2]}", _local_id(chunks[cover[0]])
-        else:
-            style = f"background:{OVERLAP_COLOURS[min(len(cover), 3) - 2]}"
-            title = "overlap: " + ", ".join(_local_id(chunks[i]) for i in cover)
-        parts.append(f'<span class="rl-seg" data-chunks="{" ".join(map(str, cover))}" title="{_e(title)}" '
-                     f'style="{style}">{_e(doc.text[a:b])}</span>')
-
-    visible = [i for i, c in enumerate(chunks) if c.start < shown]
-    note = ""
-    if shown < len(doc.text):
-        parts.append('<span style="color:#999;user-select:none"> […]</span>')
-        note = (f'<div class="rl-note" style="color:#666">Showing the first {shown:,} of {len(doc.text):,} characters '
-                f"({len(visible)} of {len(chunks)} chunks start here; the summary counts them all).</div>")
-    swatch = 'display:inline-block;width:10px;height:10px;margin:0 3px 0 8px;vertical-align:middle;background:'
-    legend = (f'<div style="color:#666;font-size:11px">'
-              f'<span style="{swatch}{CHUNK_COLOURS[0]}"></span><span style="{swatch}{CHUNK_COLOURS[1]}"></span>one chunk'
-              f'<span style="{swatch}{OVERLAP_COLOURS[0]}"></span>in two chunks (overlap)'
-              f'<span style="{swatch}{OVERLAP_COLOURS[1]}"></span>in three or more'
-              f'<span style="{swatch}transparent;border:1px solid #ccc"></span>in no chunk'
-              f'<span style="{swatch}{RED}"></span>label: over {token_limit} tokens</div>')
-    red = f' style="color:{RED}"'
-    rows = "".join(
-        f'<tr class="rl-row{" rl-over" if over[i] else ""}" data-chunk-id="{_e(chunks[i].id)}" '
-        f'data-tokens="{tokens[i]}"{red if over[i] else ""}><td>{i}</td><td><code>{_e(chunks[i].id)}</code></td>'
-        f'<td>{_e(" > ".join(chunks[i].heading))}</td>'
-        f'<td style="text-align:right">{chunks[i].start:,}–{chunks[i].end:,}</td>'
-        f'<td style="text-align:right">{tokens[i]}{" ⚠" if over[i] else ""}</td></tr>' for i in visible)
-    table = (f'<details open style="margin-top:6px"><summary>{len(visible)} chunk(s) shown: id, heading, '
-             'characters, tokens</summary>'
-             '<table class="rl-table" style="font-size:12px;border-collapse:separate;border-spacing:8px 1px">'
-             f"<tr><th>#</th><th>chunk id</th><th>heading</th><th>characters</th><th>tokens</th></tr>{rows}"
-             f"</table></details>")
-    return (f'<div class="rl-chunks" style="{_FONT}"><div class="rl-summary">{summary}</div>{legend}{note}'
-            f'<pre class="rl-doc" style="white-space:pre-wrap;word-break:break-word;font-size:12px;'
-            f'max-height:40em;overflow:auto;border:1px solid #ddd;padding:6px;margin:4px 0">{"".join(parts)}</pre>'
-            f"{table}</div>")
 
 
 class ChunkExplorer(widgets.VBox):
@@ -211,7 +95,7 @@ class ChunkExplorer(widgets.VBox):
         try:
             self.view.value = self.html()
         except Exception as exc:  # noqa: BLE001 - show any failure to the learner
-            self.view.value = f'<div style="color:{RED}">cannot chunk: {_e(type(exc).__name__)}: {_e(exc)}</div>'
+            self.view.value = f'<div style="color:{RED}">cannot chunk: {escape(type(exc).__name__)}: {escape(exc)}</div>'
 
     def _reset_slider(self) -> None:
         if not self.size_slider:
@@ -273,56 +157,8 @@ def chunk_explorer(docs: Iterable[Document], strategies: Mapping[str, ChunkSetti
 
 
 def _snapshot(what: str, body: str) -> str:
-    return (f'<div class="rl-static"><div style="{_FONT};color:#888;font-size:11px">Static snapshot of the '
+    return (f'<div class="rl-static"><div style="{FONT};color:#888;font-size:11px">Static snapshot of the '
             f"{what}'s initial state (the interactive widget below it needs a running kernel).</div>{body}</div>")
-
-
-# ---------------------------------------------------------------- answers
-
-def _text_of(value) -> str | None:
-    return getattr(value, "text", value)
-
-
-def answer_widget_html(answer: Answer, chunk_lookup: Mapping[str, str] | Callable[[str], str | None], *,
-                       threshold: float | None = None, anchor: str | None = None) -> str:
-    """An answer as HTML: ``render.answer_html`` plus the question, the refusal's reason explained,
-    the evidence strength and the retrieved list.
-
-    Each ``[n]`` links (``href="#..."``) to a ``<details>`` whose ``<summary>`` names the cited
-    chunk and whose body is its text, taken from ``chunk_lookup`` (a mapping or a function from
-    chunk id to text or ``Chunk``; the citation's snippet when it has none). This works without
-    JavaScript, in JupyterLab and in static HTML. ``anchor`` prefixes every element id so two
-    renderings on one page never share one (default: derived from the question and answer).
-    """
-    get = chunk_lookup.get if isinstance(chunk_lookup, Mapping) else chunk_lookup
-    texts = {c.id: t for c in answer.citations if (t := _text_of(get(c.id))) is not None}
-    anchor = anchor or "rl-" + hashlib.sha1(f"{answer.question}\0{answer.answer}".encode()).hexdigest()[:10]
-    # answer_html escapes every text (quotes included), so these attributes can only be its own markup
-    core = re.sub(r'(\sid="|\shref="#)', lambda m: f"{m.group(1)}{_e(anchor)}-", answer_html(answer, texts))
-
-    cited = {c.id: c.n for c in answer.citations}
-    state = (f'<span class="rl-refused" style="color:#fff;background:{RED};border-radius:3px;padding:0 5px">'
-             f"refused: {_e(answer.reason)}</span>" if answer.refused else
-             '<span class="rl-answered" style="color:#fff;background:#55a868;border-radius:3px;padding:0 5px">'
-             f"answered, {len(answer.citations)} citation(s)</span>")
-    why = ""
-    if answer.refused and str(answer.reason) in _REASONS:
-        bad = "".join(f" [{c}]" for c in answer.invalid_citations)
-        why = f'<div class="rl-reason" style="color:#666">Why: {_e(_REASONS[str(answer.reason)] + bad)}.</div>'
-    refused_by = f" · generator {_e(answer.generator)}" if answer.refused else ""  # answer_html names it otherwise
-    versus = ""
-    if threshold is not None:
-        versus = f" ({'≥' if answer.evidence >= threshold else '<'} refusal threshold {threshold:.3f})"
-    items = "".join(
-        f'<li><code>{_e(r["id"])}</code> <span style="color:#888">score {float(r["score"]):.3f}</span>'
-        + (f" <b>cited [{cited[r['id']]}]</b>" if r["id"] in cited else "") + "</li>" for r in answer.retrieved)
-    retrieved = (f'<div class="rl-retrieved" style="color:#444">retrieved for this user ({len(answer.retrieved)}):'
-                 f'<ol style="margin:2px 0 0;padding-left:2em">{items}</ol></div>' if answer.retrieved else
-                 '<div class="rl-retrieved" style="color:#444">nothing retrieved for this user</div>')
-    return (f'<div class="rl-answer" data-refused="{str(answer.refused).lower()}" style="{_FONT};margin:4px 0">'
-            f'<div style="margin-bottom:3px"><b>Q:</b> {_e(answer.question)} {state}</div>{core}{why}'
-            f'<div class="rl-evidence" style="color:#444;margin-top:4px">evidence strength '
-            f"<b>{answer.evidence:.3f}</b>{versus}{refused_by}</div>{retrieved}</div>")
 
 
 class AskBox(widgets.VBox):
@@ -338,7 +174,7 @@ class AskBox(widgets.VBox):
         self.button = widgets.Button(description="Ask", button_style="primary", icon="search")
         self.output = widgets.HTML()
         groups = ", ".join(sorted(set(self.user or ()) | {"public"}))
-        who = widgets.HTML(f'<span style="color:#888;font-size:11px">asking as: {_e(groups)}</span>')
+        who = widgets.HTML(f'<span style="color:#888;font-size:11px">asking as: {escape(groups)}</span>')
         super().__init__([widgets.HBox([self.question, self.button, who]), self.output])
         self.button.on_click(self._clicked)
 
@@ -370,11 +206,11 @@ class AskBox(widgets.VBox):
             self.output.value = '<div style="color:#888">Type a question first.</div>'
             return
         self.button.disabled = True
-        self.output.value = f'<div style="color:#888">Searching for: {_e(question)} …</div>'
+        self.output.value = f'<div style="color:#888">Searching for: {escape(question)} …</div>'
         try:
             self.output.value = self.ask(question)
         except Exception as exc:  # noqa: BLE001 - a callback's error would otherwise vanish into the log
-            self.output.value = f'<div style="color:{RED}">error: {_e(type(exc).__name__)}: {_e(exc)}</div>'
+            self.output.value = f'<div style="color:{RED}">error: {escape(type(exc).__name__)}: {escape(exc)}</div>'
         finally:
             self.button.disabled = False
 
@@ -393,7 +229,7 @@ def ask_box(assistant, user: tuple[str, ...] | None = None, question: str | None
         box.output.value = box.ask(question)
     if static:
         body = box.render(box.answer, f"rlask{box._id}-static") if question else (
-            f'<div style="{_FONT};border:1px dashed #bbb;padding:4px 8px;color:#666">Ask box: a question field and '
+            f'<div style="{FONT};border:1px dashed #bbb;padding:4px 8px;color:#666">Ask box: a question field and '
             "an Ask button; answers appear here with their citations.</div>")
         display(HTML(_snapshot("ask box", body)))
         display(box)   # the live box, displayed here: assign the result (``box = ask_box(...)``), no empty Out[]

@@ -10,7 +10,8 @@ import pytest
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.evaluation import headline
-from raglab.infra.training import TrainSettings, mine_pairs, train_bi_encoder
+from raglab.experiments.finetune import TrainSettings, train_bi_encoder
+from raglab.experiments.mining import mine_pairs
 
 TINY = TrainSettings(pairs=24, batch_size=8, epochs=3, learning_rate=1e-4, max_length=64, cross_max_length=96,
                      warmup=0.0)

@@ -12,17 +12,8 @@ import numpy as np
 import pytest
 
 from raglab.book.documents import load_corpus
-from raglab.experiments.cost import (
-    LOCAL_KEY,
-    NO_CALL,
-    Price,
-    PriceError,
-    answer_cost,
-    format_cost,
-    load_prices,
-    per_1000,
-    run_cost_experiment,
-)
+from raglab.experiments.cost import LOCAL_KEY, NO_CALL, format_cost, run_cost_experiment
+from raglab.experiments.pricing import Price, PriceError, answer_cost, load_prices, per_1000
 from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_tokens
 from raglab.guards.guard import Guard
 from raglab.book.prompt import Source, build_messages
@@ -228,7 +219,7 @@ def test_recommendation_and_report_are_built_from_the_numbers(experiment):
 
 
 def test_tokenizer_fallback_when_the_server_reports_no_usage(server):
-    from raglab.experiments.cost import token_usage
+    from raglab.experiments.pricing import token_usage
     from raglab.book.llm import Generation
 
     docs = {d.id: d for d in load_corpus("python-docs", "small")}

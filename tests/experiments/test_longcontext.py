@@ -14,15 +14,8 @@ from raglab.book.bm25 import tokenize
 from raglab.book.documents import make_document
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import facts_present
-from raglab.experiments.longcontext import (
-    as_source,
-    default_budget,
-    format_longcontext,
-    pack_documents,
-    packed_text,
-    rank_documents,
-    run_longcontext_experiment,
-)
+from raglab.experiments.longcontext import format_longcontext, run_longcontext_experiment
+from raglab.experiments.packing import as_source, default_budget, pack_documents, packed_text, rank_documents
 from raglab.experiments.tokens import count_message_tokens, count_tokens
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.guards.guard import Guard

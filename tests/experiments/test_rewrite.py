@@ -12,16 +12,9 @@ from raglab.base import config
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
-from raglab.experiments.rewrite import (
-    LLMRewriter,
-    RuleRewriter,
-    format_rewrite,
-    make_rewriter,
-    parse_queries,
-    rewrite_search,
-    rule_rewrite,
-    run_rewrite_experiment,
-)
+from raglab.experiments.rewrite import format_rewrite, rewrite_search, run_rewrite_experiment
+from raglab.experiments.rewrite_rules import rule_rewrite
+from raglab.experiments.rewriters import LLMRewriter, RuleRewriter, make_rewriter, parse_queries
 from raglab.book.fusion import rrf
 from raglab.infra.packaged_models import free_port
 

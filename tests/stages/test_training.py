@@ -6,16 +6,8 @@ import numpy as np
 import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.infra.training import (
-    KINDS,
-    TrainSettings,
-    candidates,
-    mine_pairs,
-    model_name,
-    section_of,
-    train_bi_encoder,
-    train_cross_encoder,
-)
+from raglab.experiments.finetune import TrainSettings, model_name, train_bi_encoder, train_cross_encoder
+from raglab.experiments.mining import KINDS, candidates, mine_pairs, section_of
 
 SETTINGS = ChunkSettings("headings", prefix=True)
 TINY = TrainSettings(pairs=24, batch_size=8, epochs=3, learning_rate=1e-4, max_length=64, cross_max_length=96,

@@ -1,5 +1,6 @@
-"""Notebook widgets (raglab/widgets.py): the chunk map's HTML against the chunker and transformers'
-tokenizer, escaping, the explorer's controls, and the ask box over the help-center assistant."""
+"""Notebook widgets (raglab/surfaces/widgets.py, their HTML in raglab/surfaces/widget_html.py): the chunk
+map's HTML against the chunker and transformers' tokenizer, escaping, the explorer's controls, and the ask
+box over the help-center assistant."""
 from html.parser import HTMLParser
 
 import pytest
@@ -13,14 +14,9 @@ from raglab.book.refusal import REFUSAL
 from raglab.guards.guard import Guard
 from raglab.guards.detector import default_detector
 from raglab.infra.traces import Tracer
-from raglab.surfaces import widgets
-from raglab.surfaces.widgets import (
-    answer_widget_html,
-    ask_box,
-    chunk_explorer,
-    chunk_html,
-    default_strategies,
-)
+from raglab.surfaces import widget_html, widgets
+from raglab.surfaces.widget_html import answer_widget_html, chunk_html
+from raglab.surfaces.widgets import ask_box, chunk_explorer, default_strategies
 
 VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
 ANSWERED = "How many days do I have to return an item?"  # answered in tests/test_app.py too
@@ -119,7 +115,7 @@ def test_chunk_html_cuts_exactly_at_the_chunk_boundaries(python_docs, label, lim
         assert f"first 2,500 of {len(doc.text):,} characters" in by_class(root, "rl-note")[0].text()
     if label.startswith("words"):   # 30 words of overlap: shaded apart from single-chunk text
         styles = {len(cover): s.attrs["style"] for s, (_, cover) in zip(by_class(root, "rl-seg"), segs)}
-        assert styles[2] not in (styles[1], f"background:{widgets.CHUNK_COLOURS[1]}")
+        assert styles[2] not in (styles[1], f"background:{widget_html.CHUNK_COLOURS[1]}")
 
 
 def test_over_limit_chunks_match_the_transformers_tokenizer(python_docs):

@@ -21,7 +21,7 @@ from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.evaluation.tuning import format_tuning, tune_threshold
 from raglab.experiments import training as corpus_training
 from raglab.experiments.registry import EXPERIMENTS
-from raglab.experiments.rewrite import make_rewriter
+from raglab.experiments.rewriters import make_rewriter
 from raglab.infra.corpora import REGISTRY
 from raglab.infra.packaged_models import TRAINED_PREFIX
 from raglab.surfaces.cli.options import answer_opts, assistant_for, chunking_opts, common_opts, emit
