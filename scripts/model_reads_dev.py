@@ -27,7 +27,6 @@ from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct
 from raglab.base.files import atomic_open
-from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.llm import OpenAIGenerator
 from raglab.infra.packaged_models import MODEL_ALIAS, free_port, start_server
 

@@ -44,7 +44,6 @@ import os
 import re
 from collections import Counter
 from itertools import chain
-from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np

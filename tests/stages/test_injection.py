@@ -21,6 +21,7 @@ from raglab.guards.widening import page_script, source_at
 from raglab.guards.detector import RuleOnly
 from raglab.guards.scripts import foreign_script
 from raglab.base.text import sentence_spans, sentences
+from raglab.guards.detector import default_detector
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
 
