@@ -1,5 +1,5 @@
 """Refusal on folders nobody tuned for: each folder in evals/folders, with the threshold calibrated from
-the folder itself (raglab.guards.calibration) and with the Python docs' small-profile threshold a folder got
+the folder itself (raglab.infra.calibration) and with the Python docs' small-profile threshold a folder got
 before, answerable questions answered and unanswerable ones refused (the extractive assistant).
 
     python scripts/folder_refusal.py [--folders evals/folders_round2] [--json OUT]

@@ -1,1 +1,3 @@
-"""The offline answerer's parts: extractive sentence selection."""
+"""The offline answerer: quote the retrieved sentences that answer (``extractive``), each under its API line
+(``quotes``), scored by cosine and term overlap (``terms``) or a fitted scorer (``selection``); and post-hoc
+attribution for models that do not cite (``attribution``)."""

@@ -1,1 +1,2 @@
-"""The lowest base: settings, atomic files, records, text helpers, progress bars."""
+"""The lowest base, which every room may import: settings (``config``, the one place the environment is read),
+atomic files and locks (``files``), records (``records``), text helpers (``text``), progress bars (``progress``)."""

@@ -4,7 +4,7 @@
 documents, one ``Counter`` per document. ``BM25`` is the library version: every per-(term,
 document) weight is computed once at build time and stored in a ``scipy.sparse`` CSC matrix
 (documents x terms), so a query costs a sum of a few columns, proportional to the lengths
-of the query terms' posting lists, not to the corpus.
+of the query terms' posting lists, not to the corpus. Taught in notebook 02.
 
 Both score exactly the Lucene variant of Okapi BM25 (Robertson & Zaragoza, "The Probabilistic
 Relevance Framework: BM25 and Beyond", 2009; the idf is the one of Lucene's

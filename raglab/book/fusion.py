@@ -2,7 +2,7 @@
 
     RRF(d) = sum over lists r of  w_r / (k + rank_r(d))      (Cormack, Clarke & Buettcher, SIGIR 2009)
 
-with 1-based ranks and k = 60. A document missing from a list gets nothing from it.
+with 1-based ranks and k = 60. A document missing from a list gets nothing from it. Taught in notebook 03.
 """
 from __future__ import annotations
 

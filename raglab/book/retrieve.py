@@ -2,7 +2,7 @@
 
 Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based rank, and the
 rank each component retriever gave it. The user's access groups are applied inside FAISS and
-inside BM25 scoring, never afterwards.
+inside BM25 scoring, never afterwards. Taught in notebooks 02 (dense, BM25), 03 (hybrid, rerank) and 05 (access).
 
 Two optional levers (``Levers``; each corpus's defaults, chosen on a dev split, are in ``raglab.infra.corpora``):
 BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search can demote release

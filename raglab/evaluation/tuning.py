@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from raglab.book.refusal import choose_threshold
 from raglab.infra.assemble import build_assistant
-from raglab.guards.calibration import record
+from raglab.infra.calibration import record
 from raglab.infra.corpora import registered, threshold_for
 from raglab.book.documents import load_corpus
 from raglab.evaluation.golden import Question, golden_file, load_golden, user_for
@@ -35,7 +35,7 @@ def tune_threshold(corpus: str = "python-docs", profile: str = "full", golden=No
     """Choose the refusal threshold of the corpus's default assistant on the tuning questions
     (``choose_threshold``: Youden's J, lowest cut within 0.02 of the best). For a folder of the user's
     own, ``registry`` is the threshold calibrated from the folder, and ``save`` records the choice in
-    its index manifest in its place (``raglab.guards.calibration``)."""
+    its index manifest in its place (``raglab.infra.calibration``)."""
     questions, basis = tuning_questions(corpus, profile, golden)
     assistant = build_assistant(corpus, profile)
     strength = evidence_strengths(assistant, questions)

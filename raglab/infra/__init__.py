@@ -1,1 +1,4 @@
-"""Infrastructure below the course: packaged models, caches, index files and stores, traces."""
+"""Infrastructure under the course: packaged models and the plain-torch MiniLM, the tokenizer, the embedding and
+answer caches, index files (FAISS) and stores (FAISS, pgvector), the corpus registry and the Python docs archive,
+traces, the model endpoint's settings, refusal calibration for a user's folder, and ``assemble`` (an assistant
+built from a corpus's settings)."""

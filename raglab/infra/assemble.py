@@ -2,7 +2,7 @@
 assistant with everything it is handed (the guard, the generator, the threshold, the trace).
 
 ``raglab.infra.corpora`` holds each corpus's defaults, chosen on a dev split; a folder of the user's own gets
-the Python docs' defaults and a refusal threshold calibrated from itself (``raglab.guards.calibration``).
+the Python docs' defaults and a refusal threshold calibrated from itself (``raglab.infra.calibration``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from raglab.book.embed import Embedder
 from raglab.book.llm import OpenAIGenerator
 from raglab.book.rerank import make_reranker
 from raglab.book.retrieve import Levers, Retriever
-from raglab.guards.calibration import calibrate, record
+from raglab.infra.calibration import calibrate, record
 from raglab.guards.guard import Guard
 from raglab.guards.detector import InjectionDetector
 from raglab.infra.corpora import entry, registered, threshold_for
@@ -120,7 +120,7 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
 
 
 def folder_refusal(assistant: Assistant, signal: str) -> dict:
-    """The refusal record of a folder's index (``raglab.guards.calibration``): read from its manifest, or
+    """The refusal record of a folder's index (``raglab.infra.calibration``): read from its manifest, or
     calibrated from the folder now and recorded there (again when the evidence signal changed)."""
     index = assistant.retriever.index
     refusal = index.manifest.get("refusal")

@@ -84,7 +84,7 @@ def entry(corpus: str) -> CorpusEntry:
 
 def registered(corpus: str) -> bool:
     """Whether the registry's thresholds fit a corpus: a bundled one, or another version of the Python
-    docs; a folder of the user's own is calibrated from itself (``raglab.guards.calibration``).
+    docs; a folder of the user's own is calibrated from itself (``raglab.infra.calibration``).
 
     >>> registered("helpcenter"), registered("python-docs-3.12"), registered("my/folder")
     (True, True, False)

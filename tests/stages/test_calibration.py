@@ -1,11 +1,11 @@
-"""Refusal on a folder of the user's own (``raglab.guards.calibration``): its threshold comes from the folder,
+"""Refusal on a folder of the user's own (``raglab.infra.calibration``): its threshold comes from the folder,
 is recorded in the index manifest, shown by ``raglab corpus info``, and replaced by a golden set's dev split."""
 import json
 
 import numpy as np
 import pytest
 
-from raglab.guards.calibration import (
+from raglab.infra.calibration import (
     ANSWERED_PERCENTILE,
     UNRELATED_PERCENTILE,
     label_free_threshold,
