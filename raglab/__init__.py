@@ -30,7 +30,7 @@ _API = {
     "build_index": "raglab.infra.index", "load_index": "raglab.infra.index", "IndexNotReady": "raglab.infra.index",
     "sync_pgvector": "raglab.infra.pg_index",
     "rrf": "raglab.book.fusion", "Hit": "raglab.base.records",
-    "Retriever": "raglab.book.retrieve", "get_index": "raglab.infra.assemble",
+    "Retriever": "raglab.book.retrieve", "pages": "raglab.book.retrieve", "get_index": "raglab.infra.assemble",
     "SentenceMaxReranker": "raglab.book.rerank", "make_reranker": "raglab.book.rerank",
     "REFUSAL": "raglab.book.refusal", "choose_threshold": "raglab.book.refusal",
     "Source": "raglab.book.prompt", "build_messages": "raglab.book.prompt",

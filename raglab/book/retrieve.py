@@ -151,7 +151,9 @@ class Retriever:
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
-        (``levers``), cut to ``k``."""
+        (``levers``), cut to ``k``; each list is read at least ``k`` deep, so ``k`` hits come back when the
+        user may read that many chunks."""
+        depth = max(depth, k)
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
@@ -170,9 +172,10 @@ class Retriever:
 
     def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES) -> list[Hit]:
-        """Hybrid top-``depth`` reordered by the reranker, cut to ``k``."""
+        """Hybrid top-``depth`` (at least ``k``) reordered by the reranker, cut to ``k``."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
+        depth = max(depth, k)
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
@@ -200,6 +203,20 @@ class Retriever:
     def text(self, hit: Hit) -> str:
         """The chunk text behind a hit."""
         return self.index.chunk(hit.id).text
+
+
+def pages(hits: list[Hit]) -> list[Hit]:
+    """Which pages were found: each page once, at its best chunk's rank and score, renumbered from 1.
+
+    >>> hits = [Hit("a.md#2", "a.md", 0.9, 1), Hit("b.md#1", "b.md", 0.8, 2), Hit("a.md#5", "a.md", 0.7, 3)]
+    >>> [(h.doc, h.rank, h.score) for h in pages(hits)]
+    [('a.md', 1, 0.9), ('b.md', 2, 0.8)]
+    """
+    best: dict[str, Hit] = {}
+    for h in sorted(hits, key=lambda h: h.rank):
+        if h.doc not in best:
+            best[h.doc] = Hit(h.id, h.doc, h.score, len(best) + 1, {**h.ranks, "chunk": h.rank})
+    return list(best.values())
 
 
 # small chunks searched per parent handed on: k parents are the distinct parents of the top k x 4 small chunks

@@ -3,7 +3,8 @@
 A heading is a Markdown ``#`` line or a title underlined (Sphinx text, reST, setext). A section runs from
 its heading to the next heading at any level and knows its heading path, title first: ``("Built-in
 Types", "Truth Value Testing")``. A section's units are its paragraphs, split at sentence ends only when
-one is longer than the window; tables stay whole. The heading-aware strategies pack these units.
+one is longer than the window; tables stay whole. The heading-aware strategies pack these units. Taught in
+notebook 01.
 """
 from __future__ import annotations
 

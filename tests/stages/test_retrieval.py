@@ -52,6 +52,27 @@ def test_hybrid_is_the_rrf_of_both_lists(retriever):
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "rerank"])
+def test_k_is_honoured_past_the_candidate_depth(retriever, index, mode):
+    """Asked for more hits than the 20 candidates each list gives by default, every mode still returns k
+    (a public user may read far more than 30 chunks of the help center), best first and numbered."""
+    public = sum("premium" not in c.access for c in index.chunks)
+    assert public > 30
+    q = "How do I return an item?"
+    hits = retriever.search(q, mode, 30)
+    assert len(hits) == 30 and [h.rank for h in hits] == list(range(1, 31)) and len({h.id for h in hits}) == 30
+
+
+def test_pages_lists_each_page_once_at_its_best_rank(retriever):
+    from raglab.book.retrieve import pages
+
+    hits = retriever.search("How do I return an item?", "hybrid", 10)
+    found = pages(hits)
+    assert [p.doc for p in found] == list(dict.fromkeys(h.doc for h in hits))
+    assert [p.rank for p in found] == list(range(1, len(found) + 1))
+    assert all(p.score == max(h.score for h in hits if h.doc == p.doc) for p in found)
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid", "rerank"])
 def test_public_users_never_get_premium_chunks(retriever, index, mode):
     premium = {c.id for c in index.chunks if "premium" in c.access}
     assert premium
