@@ -11,7 +11,7 @@ import re
 import time
 
 from raglab.book.chunking import STRATEGIES, ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 
 
 def course_chunk_text(doc_id, text, max_words=150, overlap=30):

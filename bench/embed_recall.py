@@ -27,7 +27,7 @@ import numpy as np
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.book.embed import Embedder
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, first_relevant_rr

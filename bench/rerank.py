@@ -11,7 +11,7 @@ import tempfile
 
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.book.embed import Embedder
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.evaluation.golden import load_golden

@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _API = {
-    "Document": "raglab.book.documents", "CorpusError": "raglab.infra.corpus_files", "CorpusWarning": "raglab.infra.corpus_files",
-    "load_corpus": "raglab.book.documents", "corpus_stats": "raglab.book.documents", "python_docs_dir": "raglab.infra.python_docs",
+    "Document": "raglab.book.documents", "CorpusError": "raglab.base.corpus_files", "CorpusWarning": "raglab.base.corpus_files",
+    "load_corpus": "raglab.infra.corpus", "corpus_stats": "raglab.book.documents", "python_docs_dir": "raglab.infra.python_docs",
     "Chunk": "raglab.book.chunking", "ChunkSettings": "raglab.book.chunking", "chunk_corpus": "raglab.book.chunking",
     "chunk_document": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
     "find_headings": "raglab.book.sections",

@@ -6,7 +6,7 @@ os.environ.setdefault("RAGLAB_PROFILE", "small")
 import pytest  # noqa: E402
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus  # noqa: E402
+from raglab.infra.corpus import load_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="session")

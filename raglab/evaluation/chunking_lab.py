@@ -30,7 +30,7 @@ from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.base.config import PROJECT_ROOT
 from raglab.infra.corpora import entry
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.book.embed import Embedder
 from raglab.evaluation.golden import golden_file, load_golden
 from raglab.evaluation.scoreboard import evaluate

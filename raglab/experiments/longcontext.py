@@ -47,7 +47,8 @@ from raglab.guards.guard import Guard
 from raglab.infra.assemble import build_assistant
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import Chunk
-from raglab.book.documents import PUBLIC, load_corpus
+from raglab.book.documents import PUBLIC
+from raglab.infra.corpus import load_corpus
 from raglab.infra.index import Index
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall

@@ -20,8 +20,9 @@ import numpy as np
 from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
-from raglab.book.documents import PUBLIC, corpus_stats, load_corpus
-from raglab.infra.folder_access import folder_settings
+from raglab.book.documents import PUBLIC, corpus_stats
+from raglab.infra.corpus import load_corpus
+from raglab.base.folder_access import folder_settings
 from raglab.book.embed import PADDING_RULE, Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import (

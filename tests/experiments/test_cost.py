@@ -11,7 +11,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.experiments.cost import (
     LOCAL_KEY,
     NO_CALL,
