@@ -24,6 +24,7 @@ _API = {
     "chunk_document": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
     "find_headings": "raglab.book.sections",
     "load_tokenizer": "raglab.infra.tokenizer", "token_lengths": "raglab.infra.tokenizer",
+    "model_windows": "raglab.infra.tokenizer",
     "check_chunks": "raglab.evaluation.chunk_checks", "compare_chunkings": "raglab.evaluation.chunk_checks",
     "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.infra.embedding_cache",
     "BM25": "raglab.book.bm25", "tokenize": "raglab.book.bm25",

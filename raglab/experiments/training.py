@@ -22,6 +22,7 @@ from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import interval_text, paired_text
 from raglab.experiments.recorded import recorded, recorded_note
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.infra.training import (
     KINDS,
     Pair,
@@ -66,7 +67,8 @@ def corpus_pairs(corpus: str, profile: str, settings: TrainSettings, golden=None
     """The training triples of a corpus: its default chunking, ``settings.pairs`` of them, no golden
     question among the queries."""
     strategy, prefix = entry(corpus).chunking
-    chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix))
+    chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix),
+                          tokenizer=load_tokenizer())
     forbidden = [q.question for q in golden_questions(corpus, profile, golden)]
     return mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed, forbidden=forbidden,
                       negatives=settings.negatives, embedder=Embedder() if settings.negatives == "dense" else None)

@@ -37,6 +37,7 @@ from raglab.base.files import (
 )
 from raglab.infra.packaged_models import MINILM
 from raglab.infra.stores.faiss_store import FaissStore
+from raglab.infra.tokenizer import load_tokenizer
 
 MANIFEST_VERSION = 3   # 2: each page's access is in the corpus hash; 3: vectors padded by the text alone (PADDING_RULE)
 
@@ -183,7 +184,7 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)
     started = time.perf_counter()
-    chunks = chunk_corpus(docs, settings, embed=embedder.encode)
+    chunks = chunk_corpus(docs, settings, embed=embedder.encode, tokenizer=load_tokenizer())
     parents = [p for d in docs for p in parent_chunks(d, settings)] if settings.strategy == "parent" else []
     if not chunks:
         raise IndexNotReady(f"corpus {corpus!r} gave no chunks")

@@ -13,6 +13,7 @@ from raglab.book.refusal import REFUSAL
 from raglab.guards.guard import Guard
 from raglab.guards.detector import default_detector
 from raglab.infra.traces import Tracer
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.surfaces import widgets
 from raglab.surfaces.widgets import (
     answer_widget_html,
@@ -96,7 +97,7 @@ def doc_named(docs, doc_id):
 @pytest.mark.parametrize("limit", [None, 2500])
 def test_chunk_html_cuts_exactly_at_the_chunk_boundaries(python_docs, label, limit):
     doc = doc_named(python_docs, "library/json.txt")
-    chunks = chunk_document(doc, default_strategies()[label])
+    chunks = chunk_document(doc, default_strategies()[label], tokenizer=load_tokenizer())
     root = parse(chunk_html(doc, chunks, limit))
     shown = len(doc.text) if limit is None else limit
     segs = segments(root)
