@@ -32,7 +32,7 @@ _API = {
     "sync_pgvector": "raglab.infra.pg_index",
     "rrf": "raglab.book.fusion", "Hit": "raglab.base.records",
     "Retriever": "raglab.book.retrieve", "get_index": "raglab.infra.assemble",
-    "SentenceMaxReranker": "raglab.book.rerank", "make_reranker": "raglab.book.rerank",
+    "SentenceMaxReranker": "raglab.book.rerank", "make_reranker": "raglab.infra.rerankers",
     "REFUSAL": "raglab.book.refusal", "choose_threshold": "raglab.book.refusal",
     "Source": "raglab.book.prompt", "build_messages": "raglab.book.prompt",
     "check_citations": "raglab.book.citations", "parse_citations": "raglab.book.citations",

@@ -137,7 +137,7 @@ def test_bi_encoder_learns_is_cached_and_is_its_own_index(workdir, python_docs, 
 
 @pytest.mark.slow
 def test_cross_encoder_learns_and_reranks(workdir, pairs):
-    from raglab.book.rerank import make_reranker
+    from raglab.infra.rerankers import make_reranker
 
     trained = train_cross_encoder(pairs, TINY, progress=False)
     reranker = make_reranker(f"trained/{trained.name}", None)
