@@ -52,7 +52,7 @@ def main() -> None:
     embed = None
     for strategy in STRATEGIES:
         if strategy == "semantic":   # it embeds every sentence: timed with a warm cache (run once before), model loaded
-            from raglab.book.embed import Embedder
+            from raglab.infra.embedder import Embedder
 
             embed = Embedder().encode
             chunk_corpus(docs, ChunkSettings(strategy), embed=embed, tokenizer=load_tokenizer())

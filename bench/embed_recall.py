@@ -28,7 +28,7 @@ from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.base.config import PROJECT_ROOT
 from raglab.infra.corpus import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, first_relevant_rr
 from raglab.evaluation.statistics import bootstrap_ci, paired_test

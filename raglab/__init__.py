@@ -26,7 +26,7 @@ _API = {
     "load_tokenizer": "raglab.infra.tokenizer", "token_lengths": "raglab.infra.tokenizer",
     "model_windows": "raglab.infra.tokenizer",
     "check_chunks": "raglab.evaluation.chunk_checks", "compare_chunkings": "raglab.evaluation.chunk_checks",
-    "Embedder": "raglab.book.embed", "EmbeddingCache": "raglab.infra.embedding_cache",
+    "Embedder": "raglab.infra.embedder", "EmbeddingCache": "raglab.infra.embedding_cache",
     "BM25": "raglab.book.bm25", "tokenize": "raglab.book.bm25",
     "build_index": "raglab.infra.index", "load_index": "raglab.infra.index", "IndexNotReady": "raglab.infra.index",
     "sync_pgvector": "raglab.infra.pg_index",

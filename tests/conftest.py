@@ -43,7 +43,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedder(workdir):
     """The packaged MiniLM with a cache in the private working folder."""
-    from raglab.book.embed import Embedder
+    from raglab.infra.embedder import Embedder
 
     return Embedder()
 

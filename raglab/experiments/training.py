@@ -16,7 +16,7 @@ from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpora import entry, golden_path, registered
 from raglab.infra.corpus import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import SPLITS, load_golden
 from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate

@@ -23,7 +23,8 @@ from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_co
 from raglab.book.documents import PUBLIC, corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.folder_access import folder_settings
-from raglab.book.embed import PADDING_RULE, Embedder
+from raglab.book.embed import PADDING_RULE
+from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import (
     LOCK_WAIT,

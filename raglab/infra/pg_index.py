@@ -19,7 +19,7 @@ from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import PUBLIC
 from raglab.infra.corpus import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import crash_point
 from raglab.infra.index import (

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from raglab.base import config
 
-from raglab.book import embed as embeddings
+from raglab.infra import embedder as embeddings
 from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings
 from raglab.infra.corpus import load_corpus

@@ -11,7 +11,7 @@ from raglab.book.documents import corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.folder_access import folder_settings, page_access
 from raglab.infra.python_docs import fetch_python_docs
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.infra.assemble import get_index
 from raglab.infra.corpora import entry, registered, threshold_for
 from raglab.infra.index import IndexNotReady
