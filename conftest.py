@@ -45,7 +45,7 @@ SLOW_FIXTURES = {"embedder", "index", "retriever", "pg_url", "project_artifacts"
                  "milestone_1", "class_run"}
 SLOW_DOCTESTS = ("raglab.infra.tokenizer.load_tokenizer", "raglab.infra.tokenizer.token_lengths",
                  "raglab.evaluation.chunk_checks.chunk_stats", "raglab.evaluation.chunk_checks.compare_chunkings",
-                 "raglab.book.embed", "raglab.experiments.tokens", "raglab.surfaces.widgets", "raglab.book.rerank")
+                 "raglab.experiments.tokens", "raglab.surfaces.widgets")
 
 
 def _slow(item) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from raglab.book.bm25 import BM25, tokenize
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 
 IDENTIFIERS = [
     "__init__", "__repr__", "__getattr__", "__enter__", "__slots__", "dict_keys", "KeyError", "ValueError",

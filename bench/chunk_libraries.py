@@ -49,7 +49,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS, minilm_path, quiet_loading
 from raglab.base.text import blank_rules
 

@@ -11,7 +11,8 @@ import re
 import time
 
 from raglab.book.chunking import STRATEGIES, ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
+from raglab.infra.tokenizer import load_tokenizer
 
 
 def course_chunk_text(doc_id, text, max_words=150, overlap=30):
@@ -51,13 +52,13 @@ def main() -> None:
     embed = None
     for strategy in STRATEGIES:
         if strategy == "semantic":   # it embeds every sentence: timed with a warm cache (run once before), model loaded
-            from raglab.book.embed import Embedder
+            from raglab.infra.embedder import Embedder
 
             embed = Embedder().encode
-            chunk_corpus(docs, ChunkSettings(strategy), embed=embed)
+            chunk_corpus(docs, ChunkSettings(strategy), embed=embed, tokenizer=load_tokenizer())
         for prefix in (False, True) if strategy == "headings" else (False,):
             s = ChunkSettings(strategy, prefix=prefix)
-            secs, n = best_of(lambda: chunk_corpus(docs, s, embed=embed), args.repeat)
+            secs, n = best_of(lambda: chunk_corpus(docs, s, embed=embed, tokenizer=load_tokenizer()), args.repeat)
             print(f"{s.label():<26}{n:>8}{secs:>9.2f}{n / secs:>11,.0f}{mb / secs:>7.1f}{secs / ref_s:>15.2f}x")
 
 

@@ -26,7 +26,7 @@ from raglab.evaluation.golden import golden_file, load_golden
 
 ROOT = Path(__file__).resolve().parents[1]
 EARLIER = ("import sys, sentence_transformers, sklearn.feature_extraction.text; "
-           "import raglab.book.embed as e; e.Embedder.model.fget(e.Embedder()); "   # as the last release loaded it
+           "import raglab.infra.embedder as e; e.Embedder.model.fget(e.Embedder()); "   # as the last release loaded it
            "from raglab.surfaces.cli import main; sys.exit(main(sys.argv[1:]))")
 
 

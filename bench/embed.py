@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.infra.precision import native_bf16
 from raglab.infra.packaged_models import minilm_path, quiet_loading

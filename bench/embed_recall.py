@@ -27,14 +27,15 @@ import numpy as np
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall, first_relevant_rr
 from raglab.evaluation.statistics import bootstrap_ci, paired_test
 from raglab.infra.index import Index
 from raglab.book.retrieve import CANDIDATES, Retriever
 from raglab.infra.stores.faiss_store import FaissStore
+from raglab.infra.tokenizer import load_tokenizer
 
 MODES = ("dense", "hybrid")
 
@@ -104,7 +105,7 @@ def main() -> None:
 
     docs = load_corpus("python-docs", args.profile)
     settings = ChunkSettings(args.strategy, prefix=not args.no_prefix)
-    chunks = chunk_corpus(docs, settings)
+    chunks = chunk_corpus(docs, settings, tokenizer=load_tokenizer())
     texts = [c.indexed_text for c in chunks]
     golden, questions = questions_for(args.profile, docs)
     print(f"python-docs ({args.profile}), {settings.label()}: {len(chunks):,} chunks; {golden}: "

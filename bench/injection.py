@@ -20,7 +20,7 @@ import numpy as np
 
 from raglab.infra.assemble import build_assistant
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.guards.detector import InjectionDetector, RuleOnly
 

@@ -11,8 +11,8 @@ import tempfile
 
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.evaluation.golden import load_golden
 from raglab.evaluation.scoreboard import per_question

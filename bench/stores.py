@@ -24,8 +24,8 @@ from dataclasses import replace
 import numpy as np
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.infra.stores.faiss_store import FaissStore
 from raglab.infra.stores.pgvector_store import PgVectorStore, database, stop_embedded
 

@@ -51,7 +51,7 @@ def plan(page_ids: list[str]) -> dict:
 
 
 def main() -> None:
-    from raglab.book.documents import load_corpus
+    from raglab.infra.corpus import load_corpus
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="write the plan as JSON")

@@ -19,7 +19,7 @@ import json
 import numpy as np
 
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.injection_report import FRESH, load_suite
 from raglab.guards.detector import RESOURCES, InjectionDetector, train_half
 from raglab.guards.injection import instruction_like

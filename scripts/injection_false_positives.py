@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.guards.detector import InjectionDetector
 from raglab.base.text import sentences
 

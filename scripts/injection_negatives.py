@@ -18,7 +18,7 @@ import json
 import random
 
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.base.files import atomic_open
 from raglab.guards.detector import train_half
 from raglab.guards.injection import instruction_like

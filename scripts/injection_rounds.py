@@ -21,7 +21,7 @@ import random
 import numpy as np
 
 from raglab.base.config import PROJECT_ROOT
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.injection_report import FRESH, in_page, load_suite, round_rows
 from raglab.guards.detector import InjectionDetector, train_half, training_set
 from raglab.guards.injection import instruction_like

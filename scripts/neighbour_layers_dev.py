@@ -12,7 +12,7 @@ question, over 12-word windows, every candidate allowed), passages and payloads 
 from __future__ import annotations
 
 import raglab.guards.injection
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.injection_report import (extractive_answers, fresh_suites, load_suite, planted_report,
                                                 quoted_in)
 from raglab.answerer.extractive import ExtractiveGenerator

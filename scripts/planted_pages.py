@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.injection_report import planted_report
 from raglab.base.files import atomic_open
 from raglab.answerer.extractive import ExtractiveGenerator

@@ -6,7 +6,7 @@ os.environ.setdefault("RAGLAB_PROFILE", "small")
 import pytest  # noqa: E402
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus  # noqa: E402
+from raglab.infra.corpus import load_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +43,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedder(workdir):
     """The packaged MiniLM with a cache in the private working folder."""
-    from raglab.book.embed import Embedder
+    from raglab.infra.embedder import Embedder
 
     return Embedder()
 

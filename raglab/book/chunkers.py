@@ -11,7 +11,6 @@ window) are handed its tokenizer, the semantic one an ``embed`` function too: no
 - semantic: sentences grouped, cut where neighbours' vectors drift apart: ``semantic_spans``
 - headings, parent: a section's paragraphs packed into windows (``pack``), one section at a time
 - a learner's own: word windows (``spans_of_windows``), a registered chunker (``checked_spans``)
-
 Taught in notebooks 01 (words, chars, headings) and 07 (every strategy, in the chunking race).
 """
 from __future__ import annotations

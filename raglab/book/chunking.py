@@ -5,7 +5,7 @@ tokens, and an answer cites a passage, not a page. So pages are cut into chunks,
 and cited on its own. The **size** trades context for precision: a large chunk keeps an explanation
 together but blurs what it is about, a small one is sharp but may cut an answer in two. The
 **overlap** repeats the end of a chunk at the start of the next, so a passage cut at a boundary is
-still whole in one of them.
+still whole in one of them. Taught in notebook 01.
 
 Every ``Chunk`` keeps its document id, heading path and character offsets, so
 ``doc.text[c.start:c.end] == c.text``; ``indexed_text`` is what embeddings and BM25 see: the text with
@@ -40,15 +40,14 @@ from raglab.book.chunkers import (char_spans, checked_spans, pack, recursive_spa
                                   token_spans, word_spans)
 from raglab.book.documents import Document
 from raglab.book.sections import Section, heading_at, section_units, slugify, split_sections
-from raglab.infra.packaged_models import MINILM_MAX_TOKENS
-from raglab.infra.tokenizer import load_tokenizer
 
 # bumped whenever the same settings cut a text differently (2: a short word such as "it." ends a sentence),
 # so that an index cut by an older chunker is refused with its rebuild command
 CHUNKER_VERSION = 2
+MODEL_TOKENS = 256     # the embedding model's window, [CLS] and [SEP] included: a token chunk fits in it
 STRATEGIES = ("words", "chars", "large", "headings", "recursive", "tokens", "semantic", "parent")
 DEFAULTS = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30),
-            "recursive": (MINILM_MAX_TOKENS, 32), "tokens": (MINILM_MAX_TOKENS, 32), "semantic": (MINILM_MAX_TOKENS, 0),
+            "recursive": (MODEL_TOKENS, 32), "tokens": (MODEL_TOKENS, 32), "semantic": (MODEL_TOKENS, 0),
             "parent": (64, 16)}
 UNITS = {"words": "words", "chars": "characters", "large": "characters", "headings": "words",
          "recursive": "tokens", "tokens": "tokens", "semantic": "tokens", "parent": "words"}
@@ -118,9 +117,9 @@ class ChunkSettings:
             raise ValueError(f"size must be positive, got {size}")
         if not 0 <= overlap < size:
             raise ValueError(f"overlap must be at least 0 and smaller than size ({size}), got {overlap}")
-        if UNITS[self.strategy] == "tokens" and not 2 < size <= MINILM_MAX_TOKENS:
+        if UNITS[self.strategy] == "tokens" and not 2 < size <= MODEL_TOKENS:
             raise ValueError(f"{self.strategy} chunks are sized in the model's tokens: size must be 3 to "
-                             f"{MINILM_MAX_TOKENS}, got {size}")
+                             f"{MODEL_TOKENS}, got {size}")
         if self.strategy == "semantic" and overlap:
             raise ValueError("semantic chunks do not overlap: overlap must be 0")
         breakpoint = self.breakpoint
@@ -193,16 +192,10 @@ def register_chunker(name: str, fn: Callable) -> ChunkSettings:
     return ChunkSettings(name)
 
 
-def model_windows(text: str) -> list[tuple[int, int]]:
-    """A chunker of the learner's shape (a page's text in, ``(start, end)`` spans out): token windows of
-    the model's whole 256 tokens, overlapping by 32 (``token_spans``)."""
-    return token_spans(text, *DEFAULTS["tokens"], load_tokenizer())
-
-
 def spans_of(text: str, s: ChunkSettings, windows: Callable | None = None,
-             embed: Callable | None = None) -> list[tuple[int, int]]:
+             embed: Callable | None = None, tokenizer=None) -> list[tuple[int, int]]:
     """Look up the strategy of ``s`` (resolved settings) and cut ``text`` with it: a learner's word
-    ``windows`` or registered chunker, else raglab's, handed the model's tokenizer when it counts tokens."""
+    ``windows`` or registered chunker, else raglab's, handed ``tokenizer`` when it counts tokens."""
     if windows is not None:
         return spans_of_windows(text, s.size, s.overlap, windows=windows)
     if s.strategy in REGISTERED:
@@ -212,8 +205,8 @@ def spans_of(text: str, s: ChunkSettings, windows: Callable | None = None,
     if s.strategy in ("chars", "large"):
         return char_spans(text, s.size, s.overlap)
     if s.strategy == "semantic":
-        return semantic_spans(text, s.size, s.breakpoint, embed, load_tokenizer())
-    return {"recursive": recursive_spans, "tokens": token_spans}[s.strategy](text, s.size, s.overlap, load_tokenizer())
+        return semantic_spans(text, s.size, s.breakpoint, embed, tokenizer)
+    return {"recursive": recursive_spans, "tokens": token_spans}[s.strategy](text, s.size, s.overlap, tokenizer)
 
 
 # ---------------------------------------------------------------- chunks
@@ -224,10 +217,11 @@ def prefix_for(path: tuple[str, ...]) -> str:
 
 
 def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), windows: Callable | None = None,
-                   embed: Callable | None = None) -> list[Chunk]:
+                   embed: Callable | None = None, tokenizer=None) -> list[Chunk]:
     """Cut one document into chunks with the given settings; ``windows`` (a function of words, size and
     overlap returning word windows) replaces the word-window strategy's own (``spans_of_windows``);
-    ``embed`` (texts to unit vectors) is what the semantic strategy measures sentences with."""
+    ``embed`` (texts to unit vectors) is what the semantic strategy measures sentences with, ``tokenizer``
+    (the model's, a ``tokenizers.Tokenizer``) what the strategies sized in tokens count with."""
     s = settings.resolved()
     sections = split_sections(doc.text, doc.title)
     if windows is not None and s.strategy != "words":
@@ -241,7 +235,10 @@ def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), win
         if s.strategy == "semantic" and embed is None:
             raise ValueError("the semantic strategy measures sentences with the embedding model: pass "
                              "embed= (e.g. raglab.Embedder().encode)")
-        spans, mark = spans_of(doc.text, s, windows, embed), MARKS.get(s.strategy, "x")
+        if UNITS.get(s.strategy) == "tokens" and tokenizer is None:
+            raise ValueError(f"the {s.strategy} strategy counts the model's tokens: pass tokenizer= "
+                             "(e.g. raglab.load_tokenizer())")
+        spans, mark = spans_of(doc.text, s, windows, embed, tokenizer), MARKS.get(s.strategy, "x")
         pieces = [(f"{doc.id}#{mark}{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
     chunks = []
     for chunk_id, a, b, path, *parent in pieces:
@@ -288,10 +285,11 @@ def _heading_pieces(doc: Document, sections: list[Section], size: int, overlap: 
     return pieces
 
 
-def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings(),
-                 windows: Callable | None = None, embed: Callable | None = None) -> list[Chunk]:
-    """Chunk every document, in order; ids are unique (checked). ``windows``, ``embed``: see ``chunk_document``."""
-    chunks = [c for d in docs for c in chunk_document(d, settings, windows, embed)]
+def chunk_corpus(docs: Iterable[Document], settings: ChunkSettings = ChunkSettings(), windows: Callable | None = None,
+                 embed: Callable | None = None, tokenizer=None) -> list[Chunk]:
+    """Chunk every document, in order; ids are unique (checked). ``windows``, ``embed``, ``tokenizer``: see
+    ``chunk_document``."""
+    chunks = [c for d in docs for c in chunk_document(d, settings, windows, embed, tokenizer)]
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)

@@ -9,8 +9,9 @@ Any folder of ``.md`` / ``.txt`` files is a corpus; a page may open with front m
 
 Access fails closed: front matter may only say ``title`` and ``access``, each once, and anything else is a
 ``CorpusError`` naming file and line (a page must not fall back to public). A page without ``access`` takes
-its folder's ``raglab.toml``, else is public. Reading files safely, folder settings and the Python docs
-archive are in ``raglab.infra``.
+its folder's ``raglab.toml``, else is public. Reading files safely and folder settings are in ``raglab.base``;
+a corpus by name (the Python docs archive, the help center) is loaded by ``raglab.infra.corpus``. Taught in
+notebook 01.
 """
 from __future__ import annotations
 
@@ -23,12 +24,9 @@ from pathlib import Path
 
 import yaml
 
-from raglab.base import config
+from raglab.base.corpus_files import CorpusError, CorpusWarning, compose_yaml, iter_files, read_text_file, remove_hidden
+from raglab.base.folder_access import GROUP_NAME, FolderSettings, folder_settings_of
 from raglab.base.text import did_you_mean, remove_invisible
-from raglab.infra.corpora import REGISTRY
-from raglab.infra.corpus_files import CorpusError, CorpusWarning, compose_yaml, iter_files, read_text_file, remove_hidden
-from raglab.infra.folder_access import GROUP_NAME, FolderSettings, folder_settings_of
-from raglab.infra.python_docs import BUNDLED_VERSION, profile_pages, python_docs_dir
 
 PUBLIC = "public"
 FRONT_MATTER_KEYS = ("title", "access")
@@ -256,29 +254,6 @@ def load_folder(root: str | Path, suffixes: tuple[str, ...] = (".md", ".txt"),
     if not docs:
         raise CorpusError(f"{root}: no readable {'/'.join(suffixes)} files")
     return docs
-
-
-# ---------------------------------------------------------------- corpora by name
-
-def load_python_docs(profile: str | None = None, version: str = BUNDLED_VERSION) -> list[Document]:
-    """The Python docs: the small profile's pages, or every page with ``profile='full'``."""
-    only = profile_pages(profile, version)
-    return load_folder(python_docs_dir(version), (".txt",), only,
-                       source_fmt=f"https://docs.python.org/{version}/{{stem}}.html")
-
-
-def load_corpus(name: str | Path = "python-docs", profile: str | None = None) -> list[Document]:
-    """A corpus by name (``python-docs``, ``python-docs-3.X``, ``helpcenter``) or folder path."""
-    name = str(name)
-    if name == "python-docs":
-        return load_python_docs(profile)
-    if m := re.fullmatch(r"python-docs-(3\.\d+)", name):
-        return load_python_docs(profile, m.group(1))
-    if name == "helpcenter":     # the bundled help center: Markdown, some pages restricted to premium
-        return load_folder(config.data_dir() / "helpcenter", (".md",))
-    if Path(name).is_dir():
-        return load_folder(name)
-    raise CorpusError(f"unknown corpus {name!r}: use one of {', '.join(REGISTRY)}, python-docs-3.X, or a folder path")
 
 
 def corpus_stats(docs: list[Document]) -> dict:

@@ -1,7 +1,7 @@
 """Rerankers: reorder the fused candidates and keep the best few; the top score is the evidence strength.
 
-- ``CrossEncoderReranker``: a cross-encoder by model name (e.g. ``cross-encoder/ms-marco-MiniLM-L-6-v2``)
-  for users with a network; it reads query and passage together.
+- ``CrossEncoderReranker``: a cross-encoder it is handed (e.g. ``cross-encoder/ms-marco-MiniLM-L-6-v2``, for
+  users with a network, loaded by ``raglab.infra.rerankers``); it reads query and passage together.
 - ``SentenceMaxReranker``: the offline default. It is **not** a cross-encoder: it embeds each
   candidate's sentences with the packaged MiniLM bi-encoder, takes the best-matching sentence's
   cosine to the query, and blends it with the candidate's fused (RRF) score. A chunk whose one
@@ -9,6 +9,8 @@
 
 Without a reranker the evidence strength is the top dense cosine, and a question that names
 something (an API, a library) no chunk contains is refused (``unknown_names``, ``dense_evidence``).
+Loading a model and picking a reranker by name (``make_reranker``) are ``raglab.infra.rerankers``'s. Taught in
+notebook 03.
 """
 from __future__ import annotations
 
@@ -19,10 +21,7 @@ from typing import Container, Protocol
 
 import numpy as np
 
-from raglab.infra.precision import resolve_precision
-from raglab.infra.packaged_models import TRAINED_PREFIX, model_location
 from raglab.base.records import Hit
-from raglab.infra.model_store import cached_model
 from raglab.base.text import clean, sentences
 
 
@@ -66,14 +65,12 @@ class SentenceMaxReranker:
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers ``CrossEncoder`` loaded by name or path; ``reads`` is the chunk field it
-    is given (``text``, or ``indexed_text`` with the heading prefix, as a model trained here was)."""
+    """A loaded cross-encoder (a sentence-transformers ``CrossEncoder``: ``model.predict(pairs)``) scores each
+    ``(query, passage)`` pair; ``reads`` is the chunk field it is given (``text``, or ``indexed_text`` with the
+    heading prefix, as a model trained here was); with ``precision="bfloat16"`` it predicts under autocast."""
 
-    def __init__(self, model: str, max_length: int = 512, reads: str = "text", precision: str | None = None):
-        from sentence_transformers import CrossEncoder  # lazy: imports torch
-
-        self.name, self.reads, self.precision = f"cross-encoder {model}", reads, resolve_precision(precision)
-        self.model = CrossEncoder(model_location(model), max_length=max_length, device="cpu")
+    def __init__(self, model, name: str = "cross-encoder", reads: str = "text", precision: str = "float32"):
+        self.model, self.name, self.reads, self.precision = model, name, reads, precision
 
     def rerank(self, query: str, hits: list[Hit], texts: list[str]) -> list[Hit]:
         if not hits:
@@ -139,15 +136,3 @@ def dense_evidence(top_cosine: float, unknown: list[str]) -> float:
     """Evidence strength without a reranker: the top dense cosine, minus 1 when the question names
     something unknown (no cosine can then reach a threshold). Chosen on the full docs' dev split."""
     return top_cosine - (1.0 if unknown else 0.0)
-
-
-def make_reranker(name: str | None, embedder) -> Reranker:
-    """``None``/``sentence`` -> the offline default; ``trained/cross-<hash>`` -> a cross-encoder trained
-    here (``raglab train``); anything else is a cross-encoder model name or path."""
-    if name in (None, "", "sentence", "minilm-sentence-max"):
-        return SentenceMaxReranker(embedder)
-    if name.startswith(TRAINED_PREFIX):     # reads what it was trained on: the prefixed chunk, at its training length
-        trained = cached_model(name.removeprefix(TRAINED_PREFIX))
-        length = trained.record["settings"]["cross_max_length"] if trained else 512   # a missing one: model_location says so
-        return CrossEncoderReranker(name, length, reads="indexed_text")
-    return CrossEncoderReranker(name)

@@ -12,7 +12,7 @@ from pathlib import Path
 from raglab.book.chunkers import word_positions
 from raglab.infra.tokenizer import token_lengths
 from raglab.course import artifacts
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.book.citations import parse_citations
 from raglab.book.refusal import REFUSAL
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS

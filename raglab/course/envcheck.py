@@ -5,7 +5,7 @@ import sys
 
 from raglab.base import config
 from raglab.base.config import profile
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.infra.packaged_models import minilm_path, quiet_loading
 
 

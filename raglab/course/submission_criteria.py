@@ -8,7 +8,7 @@ from pathlib import Path
 from raglab.base import config
 from raglab.course import exercises
 from raglab.course.criteria import M, Artifacts
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import check_student_golden
 
 

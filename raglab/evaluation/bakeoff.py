@@ -12,7 +12,7 @@ import numpy as np
 
 from raglab.book.chunking import ChunkSettings
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text

@@ -18,7 +18,7 @@ import re
 
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.book.fusion import RRF_K, rrf
 from raglab.base.records import Hit
 from raglab.infra.assemble import get_index

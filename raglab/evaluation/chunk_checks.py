@@ -87,7 +87,7 @@ def compare_chunkings(docs: list[Document], settings: list[ChunkSettings], token
     tok = tokenizer or load_tokenizer()
     rows, chunks_by_label = [], {}
     for s in settings:
-        chunks = chunk_corpus(docs, s)
+        chunks = chunk_corpus(docs, s, tokenizer=load_tokenizer())
         chunks_by_label[s.label()] = chunks
         rows.append({"chunking": s.label(), **chunk_stats(chunks, tok)})
     return pd.DataFrame(rows).set_index("chunking"), chunks_by_label

@@ -30,8 +30,8 @@ from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.base.config import PROJECT_ROOT
 from raglab.infra.corpora import entry
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import golden_file, load_golden
 from raglab.evaluation.scoreboard import evaluate
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.infra.corpora import REGISTRY, golden_path
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 
 SPLITS = ("dev", "test")
 TYPES = ("fact", "multi", "identifier", "paraphrase", "unanswerable")

@@ -24,7 +24,7 @@ from pathlib import Path
 from raglab.base import config
 from raglab.infra.assemble import build_assistant
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.baseline import CourseBaseline
 from raglab.evaluation.golden import SPLITS, Question, load_golden
 from raglab.evaluation.scoreboard import Result, evaluate

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings, chunk_document
-from raglab.book.documents import Document, load_corpus
+from raglab.book.documents import Document
+from raglab.infra.corpus import load_corpus
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.guards.widening import source_at
 from raglab.guards.detector import InjectionDetector, train_half

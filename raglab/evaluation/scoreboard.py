@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from raglab.infra import traces as trace_files
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import Question, load_golden, user_for
 from raglab.evaluation.metrics import (
     answer_correct,

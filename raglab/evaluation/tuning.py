@@ -14,7 +14,7 @@ from raglab.book.refusal import choose_threshold
 from raglab.infra.assemble import build_assistant
 from raglab.infra.calibration import record
 from raglab.infra.corpora import registered, threshold_for
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import Question, golden_file, load_golden, user_for
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from raglab.base import config
 from raglab.book.assistant import Assistant
 from raglab.infra.assemble import build_assistant
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import answer_correct, evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci, interval_text, paired_test

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings
 from raglab.infra.corpora import entry
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import golden_file, load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.scoreboard import evaluate

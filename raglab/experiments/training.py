@@ -15,8 +15,8 @@ from raglab.base import config
 from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpora import entry, golden_path, registered
-from raglab.book.documents import load_corpus
-from raglab.book.embed import Embedder
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import SPLITS, load_golden
 from raglab.evaluation.headline import paired, per_question, summarize
 from raglab.evaluation.scoreboard import evaluate
@@ -25,6 +25,7 @@ from raglab.experiments.recorded import recorded, recorded_note
 from raglab.experiments.finetune import TrainSettings, train_bi_encoder, train_cross_encoder
 from raglab.experiments.mining import KINDS, Pair, kind_counts, mine_pairs
 from raglab.infra.model_store import Trained, describe
+from raglab.infra.tokenizer import load_tokenizer
 
 PROFILE_SETTINGS = {
     "small": TrainSettings(pairs=192, batch_size=16, max_length=96, cross_max_length=192),
@@ -58,7 +59,8 @@ def corpus_pairs(corpus: str, profile: str, settings: TrainSettings, golden=None
     """The training triples of a corpus: its default chunking, ``settings.pairs`` of them, no golden
     question among the queries."""
     strategy, prefix = entry(corpus).chunking
-    chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix))
+    chunks = chunk_corpus(load_corpus(corpus, profile), ChunkSettings(strategy, prefix=prefix),
+                          tokenizer=load_tokenizer())
     forbidden = [q.question for q in golden_questions(corpus, profile, golden)]
     return mine_pairs(chunks, settings.pairs, settings.kinds, settings.seed, forbidden=forbidden,
                       negatives=settings.negatives, embedder=Embedder() if settings.negatives == "dense" else None)

@@ -20,7 +20,7 @@ import numpy as np
 
 from raglab.base import config
 from raglab.base.files import atomic_open
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.guards.injection import instruction_like, normalize
 from raglab.guards.ngrams import HASH_BITS, NGRAMS, ngram_features
 

@@ -11,9 +11,9 @@ from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.base import config
 from raglab.book.assistant import Assistant
 from raglab.book.chunking import ChunkSettings
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.book.llm import OpenAIGenerator
-from raglab.book.rerank import make_reranker
+from raglab.infra.rerankers import make_reranker
 from raglab.book.retrieve import Levers, Retriever
 from raglab.infra.calibration import calibrate, record
 from raglab.guards.guard import Guard

@@ -20,9 +20,11 @@ import numpy as np
 from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
-from raglab.book.documents import PUBLIC, corpus_stats, load_corpus
-from raglab.infra.folder_access import folder_settings
-from raglab.book.embed import PADDING_RULE, Embedder
+from raglab.book.documents import PUBLIC, corpus_stats
+from raglab.infra.corpus import load_corpus
+from raglab.base.folder_access import folder_settings
+from raglab.book.embed import PADDING_RULE
+from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import (
     LOCK_WAIT,
@@ -36,6 +38,7 @@ from raglab.base.files import (
 )
 from raglab.infra.packaged_models import MINILM
 from raglab.infra.stores.faiss_store import FaissStore
+from raglab.infra.tokenizer import load_tokenizer
 
 MANIFEST_VERSION = 3   # 2: each page's access is in the corpus hash; 3: vectors padded by the text alone (PADDING_RULE)
 
@@ -182,7 +185,7 @@ def build_index(corpus: str = "python-docs", profile: str | None = None,
     embedder = embedder or Embedder()
     docs = load_corpus(corpus, profile)
     started = time.perf_counter()
-    chunks = chunk_corpus(docs, settings, embed=embedder.encode)
+    chunks = chunk_corpus(docs, settings, embed=embedder.encode, tokenizer=load_tokenizer())
     parents = [p for d in docs for p in parent_chunks(d, settings)] if settings.strategy == "parent" else []
     if not chunks:
         raise IndexNotReady(f"corpus {corpus!r} gave no chunks")

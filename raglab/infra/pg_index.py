@@ -17,8 +17,9 @@ import numpy as np
 from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_document
-from raglab.book.documents import PUBLIC, load_corpus
-from raglab.book.embed import Embedder
+from raglab.book.documents import PUBLIC
+from raglab.infra.corpus import load_corpus
+from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import crash_point
 from raglab.infra.index import (
@@ -32,6 +33,7 @@ from raglab.infra.index import (
 )
 from raglab.infra.packaged_models import MINILM
 from raglab.infra.stores.pgvector_store import PgVectorStore
+from raglab.infra.tokenizer import load_tokenizer
 
 
 def table_name(corpus: str, profile: str, settings: ChunkSettings) -> str:
@@ -107,7 +109,7 @@ def sync_pgvector(corpus: str = "python-docs", profile: str | None = None, setti
     hits = misses = 0
     for doc_id in sorted(todo):
         doc = todo[doc_id]
-        chunks = chunk_document(doc, settings, embed=embedder.encode)
+        chunks = chunk_document(doc, settings, embed=embedder.encode, tokenizer=load_tokenizer())
         vectors = embedder.encode([c.indexed_text for c in chunks], progress=False)
         hits, misses = hits + embedder.last_stats["hits"], misses + embedder.last_stats["misses"]
         with store.transaction():

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.base.files import atomic_dir
-from raglab.infra.corpus_files import READ_BLOCK, CorpusError
+from raglab.base.corpus_files import READ_BLOCK, CorpusError
 
 BUNDLED_VERSION = "3.11"
 BUNDLED_ARCHIVE = "python-docs-text-3.11.tar.xz"

@@ -1,8 +1,11 @@
-"""The packaged MiniLM's word-piece tokenizer: loaded once, and token counts as the model makes them."""
+"""The packaged MiniLM's word-piece tokenizer: loaded once, token counts as the model makes them, and the
+token windows of the model's whole window as a chunker of the learner's shape."""
 from __future__ import annotations
 
 import functools
 
+from raglab.book.chunkers import token_spans
+from raglab.book.chunking import DEFAULTS
 from raglab.infra.packaged_models import minilm_path
 
 
@@ -21,3 +24,9 @@ def token_lengths(texts: list[str], tokenizer=None) -> list[int]:
     """Word-piece tokens per text, counting [CLS] and [SEP] as the model does."""
     tok = tokenizer or load_tokenizer()
     return [len(e.ids) for e in tok.encode_batch(list(texts))]
+
+
+def model_windows(text: str) -> list[tuple[int, int]]:
+    """A chunker of the learner's shape (a page's text in, ``(start, end)`` spans out): token windows of
+    the model's whole 256 tokens, overlapping by 32 (``raglab.book.chunkers.token_spans``)."""
+    return token_spans(text, *DEFAULTS["tokens"], load_tokenizer())

@@ -87,7 +87,8 @@ class ChunkExplorer(widgets.VBox):
         if key not in self._cache:
             if len(self._cache) > 32:
                 self._cache.clear()
-            self._cache[key] = chunk_html(doc, chunk_document(doc, s), self.limit_chars, load_tokenizer(), label=s.label())
+            tok = load_tokenizer()
+            self._cache[key] = chunk_html(doc, chunk_document(doc, s, tokenizer=tok), self.limit_chars, tok, label=s.label())
         return self._cache[key]
 
     def render(self) -> None:

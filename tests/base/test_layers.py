@@ -38,7 +38,8 @@ def test_layer_contract_is_kept():
 
 @pytest.mark.parametrize("lower, upper", [("raglab/book/chunking.py", "raglab.surfaces.cli"),
                                           ("raglab/infra/index.py", "raglab.book.assistant"),
-                                          ("raglab/evaluation/metrics.py", "raglab.course.rubric")])
+                                          ("raglab/evaluation/metrics.py", "raglab.course.rubric"),
+                                          ("raglab/book/prompt.py", "raglab.infra.corpora")])
 def test_an_upward_import_breaks_the_contract(tmp_path, lower, upper):
     """The contract is not vacuous: one upward import in a copy of the package fails it."""
     shutil.copytree(PACKAGE, tmp_path / "raglab")
@@ -47,6 +48,17 @@ def test_an_upward_import_breaks_the_contract(tmp_path, lower, upper):
     target.write_text(target.read_text() + f"\nimport {upper}  # an upward import\n")
     run = lint_imports(tmp_path)
     assert run.returncode == 1 and "BROKEN" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_book_reads_no_setting():
+    """No file of the book reads a setting or draws a progress bar: settings are read where the book is assembled
+    (raglab.infra), and what a stage needs is handed to it."""
+    readers = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in modules() if path.parent.name == "book"
+               for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+               for name in ([f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom)
+                            else [a.name for a in node.names])
+               if name.startswith(("raglab.base.config", "raglab.base.progress"))]
+    assert not readers, readers
 
 
 def test_no_raglab_import_inside_a_function():
@@ -129,3 +141,12 @@ def test_no_hidden_dynamic_imports():
     hidden = [f"{path.relative_to(ROOT)}:{i}" for path, _ in modules() if path.name != "__init__.py"
               for i, line in enumerate(path.read_text().split("\n"), 1) if "import_module(" in line]
     assert not hidden, hidden
+
+
+def test_sizes_a_reader_can_hold():
+    """No module over 400 lines; no file of the book over 300; at most 12 entries at the top of raglab/."""
+    lines = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines()) for path, _ in modules()}
+    assert [p for p, n in lines.items() if n > 400] == []
+    assert [p for p, n in lines.items() if p.startswith("raglab/book/") and n > 300] == []
+    top = [p.name for p in PACKAGE.iterdir() if p.name != "__pycache__" and not p.name.startswith(".")]
+    assert len(top) <= 12, sorted(top)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.course import cells, grading
 from raglab.course.workbook import execute
 

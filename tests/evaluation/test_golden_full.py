@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from raglab.base import config
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import TYPES, validate_golden
 
 GOLDEN = Path(config.PROJECT_ROOT, "evals", "python_docs_full.jsonl")

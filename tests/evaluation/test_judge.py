@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from raglab.base import config
 from raglab.book.chunking import Chunk
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import Question, fold, load_golden
 from raglab.evaluation.judge import (
     FACT_CHECK_NAME,

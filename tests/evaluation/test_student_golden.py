@@ -11,7 +11,7 @@ import pytest
 
 from raglab.base import config
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation import tuning
 from raglab.evaluation.golden import (
     STUDENT_MIX,

@@ -6,7 +6,7 @@ import pytest
 
 from raglab.base import config
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import load_golden, user_for
 from raglab.evaluation.metrics import evidence_recall
 from raglab.evaluation.statistics import bootstrap_ci

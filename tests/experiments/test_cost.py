@@ -11,7 +11,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.experiments.cost import LOCAL_KEY, NO_CALL, format_cost, run_cost_experiment
 from raglab.experiments.pricing import Price, PriceError, answer_cost, load_prices, per_1000
 from raglab.experiments.tokens import chat_prompt, count_message_tokens, count_tokens

@@ -147,7 +147,7 @@ def test_python_docs_pages_pack_within_the_model_window(python_docs):
 
 def test_a_sentence_cap_of_24_is_the_stock_generator(python_docs):
     from raglab.book.chunking import ChunkSettings
-    from raglab.book.embed import Embedder
+    from raglab.infra.embedder import Embedder
     from raglab.infra.assemble import get_index
 
     embedder = Embedder()

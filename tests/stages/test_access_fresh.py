@@ -11,7 +11,7 @@ from test_generate import PREMIUM_FACTS
 from raglab.book.assistant import Assistant
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import load_golden
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.llm import ScriptedGenerator

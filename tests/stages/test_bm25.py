@@ -10,7 +10,7 @@ from rank_bm25 import BM25Okapi
 
 from raglab.book.bm25 import BM25, TextbookBM25, tokenize
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 
 QUERIES = [
     "__init__", "__repr__", "__missing__", "dict_keys", "KeyError", "ValueError", "StopIteration",

@@ -54,7 +54,8 @@ def letters_embed(texts):
 @pytest.mark.parametrize("prefix", [False, True])
 def test_offsets_map_back_to_the_exact_document_text(both_corpora, strategy, prefix):
     by_id = {d.id: d for d in both_corpora}
-    chunks = chunk_corpus(both_corpora, ChunkSettings(strategy, prefix=prefix), embed=letters_embed)
+    chunks = chunk_corpus(both_corpora, ChunkSettings(strategy, prefix=prefix), embed=letters_embed,
+                          tokenizer=load_tokenizer())
     assert len({c.id for c in chunks}) == len(chunks)
     for c in chunks:
         doc = by_id[c.doc]
@@ -84,7 +85,7 @@ def check_every_word_is_in_some_chunk(docs):
     underline) that has no text of its own, and that heading must be in some chunk's heading path."""
     for strategy in STRATEGIES:
         for doc in docs:
-            chunks = chunk_document(doc, ChunkSettings(strategy), embed=letters_embed)
+            chunks = chunk_document(doc, ChunkSettings(strategy), embed=letters_embed, tokenizer=load_tokenizer())
             missing = uncovered_words(doc, chunks)
             if strategy not in ("headings", "parent"):     # both skip a heading with no text of its own
                 assert missing == [], (strategy, doc.id, missing[:5])
@@ -107,9 +108,9 @@ def test_the_coverage_check_catches_a_dropped_word(python_docs, monkeypatch):
 
     real = chunk_document
 
-    def drop_the_last_word(doc, settings, embed=None):
+    def drop_the_last_word(doc, settings, embed=None, tokenizer=None):
         """The heading chunker, but the document's last chunk loses its last word."""
-        chunks = real(doc, settings, embed=embed)
+        chunks = real(doc, settings, embed=embed, tokenizer=tokenizer)
         if settings.strategy != "headings":
             return chunks
         last = chunks[-1]
@@ -132,12 +133,12 @@ def _ids_digest(code: str) -> str:
 
 
 def test_ids_are_stable_across_runs_and_processes(python_docs):
-    code = ("import hashlib; from raglab import load_corpus, chunk_corpus, ChunkSettings;"
-            "docs = load_corpus('python-docs');"
+    code = ("import hashlib; from raglab import load_corpus, chunk_corpus, ChunkSettings, load_tokenizer;"
+            "docs = load_corpus('python-docs'); tok = load_tokenizer();"
             "print(hashlib.sha256('|'.join(c.id + str(c.start) + str(c.end) for s in "
-            f"{WITHOUT_MODEL!r} for c in chunk_corpus(docs, ChunkSettings(s))).encode()).hexdigest())")
+            f"{WITHOUT_MODEL!r} for c in chunk_corpus(docs, ChunkSettings(s), tokenizer=tok)).encode()).hexdigest())")
     here = hashlib.sha256("|".join(c.id + str(c.start) + str(c.end) for s in WITHOUT_MODEL
-                                   for c in chunk_corpus(python_docs, ChunkSettings(s))).encode()).hexdigest()
+                                   for c in chunk_corpus(python_docs, ChunkSettings(s), tokenizer=load_tokenizer())).encode()).hexdigest()
     assert _ids_digest(code) == here
 
 

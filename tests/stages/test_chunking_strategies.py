@@ -6,6 +6,7 @@ import pytest
 
 from raglab.book.chunkers import RECURSIVE_SEPARATORS
 from raglab.book.chunking import (
+    MODEL_TOKENS,
     REGISTERED,
     ChunkSettings,
     chunk_corpus,
@@ -17,7 +18,10 @@ from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.tokenizer import load_tokenizer
 from raglab.book.documents import Document, load_folder
 from raglab.infra.python_docs import python_docs_dir
+from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.index import index_name
+from raglab.infra.packaged_models import MINILM_MAX_TOKENS
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.base.text import blank_rules, paragraphs
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
@@ -68,8 +72,17 @@ def test_settings_that_cannot_work_are_refused(bad, why):
         bad.resolved()
 
 
+def test_the_books_token_window_is_the_packaged_models_and_its_tokenizer_is_handed_in():
+    """The book sizes token chunks by its own constant, the packaged model's window; it loads no tokenizer."""
+    assert MODEL_TOKENS == MINILM_MAX_TOKENS
+    doc = Document("a", "A", "Some words here. " * 40, ("public",))
+    for strategy in ("tokens", "recursive"):
+        with pytest.raises(ValueError, match="tokenizer="):
+            chunk_document(doc, ChunkSettings(strategy))
+
+
 def test_token_windows_fit_the_model_cover_every_word_and_end_on_words(pages):
-    chunks = chunk_corpus(pages, ChunkSettings("tokens", 256, 32))
+    chunks = chunk_corpus(pages, ChunkSettings("tokens", 256, 32), tokenizer=load_tokenizer())
     checks = check_chunks(pages, chunks)
     assert checks["uncovered"] == 0 and checks["over_limit"] == 0
     assert max(model_tokens(c.indexed_text) for c in chunks) <= 256
@@ -99,9 +112,9 @@ def test_recursive_chunks_are_the_librarys_own_strings(pages):
         separators=list(RECURSIVE_SEPARATORS), keep_separator="end", chunk_size=254, chunk_overlap=32,
         length_function=lambda s: len(tok.encode(s, add_special_tokens=False).ids))
     for page in pages:
-        chunks = chunk_document(page, ChunkSettings("recursive"))
+        chunks = chunk_document(page, ChunkSettings("recursive"), tokenizer=tok)
         assert [blank_rules(page.text)[c.start:c.end] for c in chunks] == splitter.split_text(blank_rules(page.text))
-    checks = check_chunks(pages, chunk_corpus(pages, ChunkSettings("recursive")))
+    checks = check_chunks(pages, chunk_corpus(pages, ChunkSettings("recursive"), tokenizer=tok))
     assert checks["uncovered"] == 0 and checks["over_share"] <= 0.01
 
 
@@ -115,10 +128,11 @@ def test_semantic_breakpoints_cut_where_the_topic_changes():
     jump (above the page's 90th percentile, 0.8) is a cut."""
     text = "Cats sleep a lot. A cat purrs when calm. Taxes are due in April. Late taxes cost a fee."
     doc = Document("pets", "Pets", text, ("public",))
-    chunks = chunk_document(doc, ChunkSettings("semantic"), embed=topic_embed)
+    chunks = chunk_document(doc, ChunkSettings("semantic"), embed=topic_embed, tokenizer=load_tokenizer())
     assert [c.text for c in chunks] == ["Cats sleep a lot. A cat purrs when calm.", "Taxes are due in April. Late taxes cost a fee."]
     # the size still caps a chunk: at 12 tokens each sentence stands alone
-    small = chunk_document(doc, ChunkSettings("semantic", size=12), embed=topic_embed)
+    small = chunk_document(doc, ChunkSettings("semantic", size=12), embed=topic_embed,
+                           tokenizer=load_tokenizer())
     assert len(small) == 4 and all(model_tokens(c.indexed_text) <= 12 for c in small)
     with pytest.raises(ValueError, match="embed="):
         chunk_document(doc, ChunkSettings("semantic"))
@@ -126,7 +140,7 @@ def test_semantic_breakpoints_cut_where_the_topic_changes():
 
 def test_semantic_on_a_real_page_with_the_model(pages, embedder):
     page = Document("part", "Control Flow", pages[2].text[:6000], ("public",))    # 6,000 characters: ~60 sentences
-    chunks = chunk_corpus([page], ChunkSettings("semantic"), embed=embedder.encode)
+    chunks = chunk_corpus([page], ChunkSettings("semantic"), embed=embedder.encode, tokenizer=load_tokenizer())
     checks = check_chunks([page], chunks)
     assert checks["uncovered"] == 0 and checks["overlapped"] == 0 and checks["over_limit"] == 0
 

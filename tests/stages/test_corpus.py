@@ -12,10 +12,12 @@ import pytest
 
 from raglab.base import config
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import corpus_stats, load_corpus, load_folder, parse_front_matter
-from raglab.infra.corpus_files import CorpusError, CorpusWarning, read_text_file, remove_hidden
+from raglab.book.documents import corpus_stats, load_folder, parse_front_matter
+from raglab.infra.corpus import load_corpus
+from raglab.base.corpus_files import CorpusError, CorpusWarning, read_text_file, remove_hidden
 from raglab.infra.python_docs import BUNDLED_SHA256, fetch_python_docs, python_docs_dir
 from raglab.base.files import read_jsonl
+from raglab.infra.tokenizer import load_tokenizer
 
 ARCHIVE = config.data_dir() / "python-docs-text-3.11.tar.xz"
 
@@ -373,7 +375,8 @@ def test_html_comments_and_invisible_characters_leave_markdown_but_not_code(tmp_
     assert "`<!-- a literal comment -->`" in doc.text and "<!-- kept in a code block -->" in doc.text
     for strategy in STRATEGIES:
         settings = ChunkSettings(strategy, 40 if strategy != "chars" else 200, 0 if strategy == "semantic" else 10)
-        for chunk in chunk_document(doc, settings, embed=lambda texts: np.eye(len(texts), 8, dtype=np.float32)):
+        for chunk in chunk_document(doc, settings, embed=lambda texts: np.eye(len(texts), 8, dtype=np.float32),
+                                    tokenizer=load_tokenizer()):
             assert doc.text[chunk.start:chunk.end] == chunk.text
             assert INJECTED not in chunk.indexed_text and "Fake heading" not in chunk.indexed_text
 

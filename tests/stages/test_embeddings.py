@@ -8,7 +8,7 @@ import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.tokenizer import token_lengths
-from raglab.book.embed import Embedder, TruncationWarning
+from raglab.infra.embedder import Embedder, TruncationWarning
 from raglab.infra.embedding_cache import EmbeddingCache, EmbeddingCacheError, cache_key
 from raglab.infra.packaged_models import MINILM, minilm_path
 
@@ -94,7 +94,7 @@ def test_second_call_is_all_hits_and_never_calls_the_model(cache, monkeypatch):
 
 def test_warm_cache_imports_no_torch(cache):
     Embedder(cache=cache).encode(SHORT[:2])
-    code = ("import sys; from raglab.book.embed import Embedder; "
+    code = ("import sys; from raglab.infra.embedder import Embedder; "
             "from raglab.infra.embedding_cache import EmbeddingCache; "
             f"v = Embedder(cache=EmbeddingCache({str(cache.path)!r})).encode({SHORT[:2]!r}); "
             "assert v.shape == (2, 384), v.shape; "

@@ -11,11 +11,11 @@ from fastapi.testclient import TestClient
 
 from raglab.base import config
 
-from raglab.book import embed as embeddings
+from raglab.infra import embedder as embeddings
 from raglab.infra.assemble import build_assistant
 from raglab.book.chunking import ChunkSettings
-from raglab.book.documents import load_corpus
-from raglab.infra.corpus_files import CorpusError
+from raglab.infra.corpus import load_corpus
+from raglab.base.corpus_files import CorpusError
 from raglab.infra.index import IndexNotReady, index_name
 from raglab.surfaces.web.app import create_app
 from raglab.surfaces.cli import main

@@ -153,7 +153,7 @@ def test_thresholds_are_the_ones_the_golden_sets_choose(corpus):
     """Recompute each corpus's refusal threshold from its golden set (as notebook 04 does)."""
     from raglab.infra.assemble import build_assistant
     from raglab.infra.corpora import golden_path, threshold_for
-    from raglab.book.documents import load_corpus
+    from raglab.infra.corpus import load_corpus
     from raglab.evaluation.golden import load_golden, user_for
 
     a = build_assistant(corpus, "small")  # the corpus's default set-up, which the threshold was chosen for

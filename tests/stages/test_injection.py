@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_document
-from raglab.book.documents import Document, load_corpus
+from raglab.book.documents import Document
+from raglab.infra.corpus import load_corpus
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.prompt import Source, build_messages
 from raglab.guards.injection import instruction_like, normalize, visible_text

@@ -183,7 +183,7 @@ def test_the_detector_flags_under_one_in_a_thousand_of_a_sample_of_the_full_pyth
     minutes cold here: `python scripts/injection_false_positives.py` counts them all, as the README quotes)."""
     import random
 
-    from raglab.book.documents import load_corpus
+    from raglab.infra.corpus import load_corpus
     from raglab.base.text import sentences
 
     every = [s for d in load_corpus("python-docs", "full") for s in sentences(d.text, limit=10**9)]

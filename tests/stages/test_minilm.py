@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.infra.minilm import MiniLM
 
 TEXTS = ["How do I sort a list in place?", "x", "Wie lange gilt der Link? Über 24 Stunden.",
@@ -36,7 +36,7 @@ def test_the_vectors_are_sentence_transformers_own(precision, length):
 
 
 def test_the_embedder_answers_a_query_without_sentence_transformers(tmp_path):
-    code = ("import sys; from raglab.book.embed import Embedder; e = Embedder(cache=None); "
+    code = ("import sys; from raglab.infra.embedder import Embedder; e = Embedder(cache=None); "
             "v = e.encode_query('How do I sort a list?'); "
             "print(round(float((v * v).sum()), 5), 'sentence_transformers' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

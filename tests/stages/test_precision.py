@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raglab.book.chunking import ChunkSettings
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.infra import precision as precisions
 from raglab.infra.embedding_cache import EmbeddingCache, cache_key
 from raglab.infra.precision import cpu_flags, native_bf16, resolve_precision

@@ -8,7 +8,7 @@ from conftest import HC_SETTINGS as SETTINGS
 from raglab.book.chunking import ChunkSettings
 from raglab.book.fusion import rrf
 from raglab.infra.index import IndexNotReady, load_index
-from raglab.book.rerank import CrossEncoderReranker
+from raglab.infra.rerankers import cross_encoder_reranker
 from raglab.surfaces.cli import main
 
 
@@ -107,7 +107,7 @@ def test_cross_encoder_plumbing_with_a_tiny_local_model(tmp_path, retriever):
     config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, num_labels=1)
     BertForSequenceClassification(config).save_pretrained(tmp_path)
-    reranker = CrossEncoderReranker(str(tmp_path), precision="float32")   # the reference below predicts in float32
+    reranker = cross_encoder_reranker(str(tmp_path), precision="float32")   # the reference below predicts in float32
     q = "refund window"
     hits = retriever.search(q, "hybrid", 8)
     texts = [retriever.text(h) for h in hits]

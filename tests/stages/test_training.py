@@ -105,7 +105,7 @@ def _margin(encode, pairs):
 
 @pytest.mark.slow
 def test_bi_encoder_learns_is_cached_and_is_its_own_index(workdir, python_docs, pairs, embedder):
-    from raglab.book.embed import Embedder
+    from raglab.infra.embedder import Embedder
     from raglab.infra.index import IndexNotReady, build_index, load_index
 
     trained = train_bi_encoder(pairs, TINY, progress=False)
@@ -129,7 +129,7 @@ def test_bi_encoder_learns_is_cached_and_is_its_own_index(workdir, python_docs, 
 
 @pytest.mark.slow
 def test_cross_encoder_learns_and_reranks(workdir, pairs):
-    from raglab.book.rerank import make_reranker
+    from raglab.infra.rerankers import make_reranker
 
     trained = train_cross_encoder(pairs, TINY, progress=False)
     reranker = make_reranker(f"trained/{trained.name}", None)
@@ -142,7 +142,7 @@ def test_cross_encoder_learns_and_reranks(workdir, pairs):
 
 
 def test_a_missing_trained_model_names_the_command(workdir):
-    from raglab.book.embed import Embedder
+    from raglab.infra.embedder import Embedder
 
     with pytest.raises(RuntimeError, match="raglab train"):
         Embedder("trained/bi-0000000000000000", cache=False).encode(["x"])

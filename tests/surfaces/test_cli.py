@@ -5,6 +5,7 @@ import pytest
 
 from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.base.files import read_jsonl
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.surfaces.cli import main
 
 
@@ -15,7 +16,7 @@ def test_chunk_writes_every_chunk_as_jsonl(corpus, strategy, tmp_path, capsys, p
     assert main(["chunk", "--corpus", corpus, "--strategy", strategy, "--prefix", "--out", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     docs = python_docs if corpus == "python-docs" else helpcenter
-    expected = chunk_corpus(docs, ChunkSettings(strategy, prefix=True))
+    expected = chunk_corpus(docs, ChunkSettings(strategy, prefix=True), tokenizer=load_tokenizer())
     written = [Chunk.from_dict(r) for r in read_jsonl(out)]
     assert written == expected
     assert summary["chunks"] == len(expected) and summary["strategy"] == strategy and summary["prefix"] is True

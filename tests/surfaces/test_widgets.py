@@ -14,6 +14,7 @@ from raglab.book.refusal import REFUSAL
 from raglab.guards.guard import Guard
 from raglab.guards.detector import default_detector
 from raglab.infra.traces import Tracer
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.surfaces import widget_html, widgets
 from raglab.surfaces.widget_html import answer_widget_html, chunk_html
 from raglab.surfaces.widgets import ask_box, chunk_explorer, default_strategies
@@ -92,7 +93,7 @@ def doc_named(docs, doc_id):
 @pytest.mark.parametrize("limit", [None, 2500])
 def test_chunk_html_cuts_exactly_at_the_chunk_boundaries(python_docs, label, limit):
     doc = doc_named(python_docs, "library/json.txt")
-    chunks = chunk_document(doc, default_strategies()[label])
+    chunks = chunk_document(doc, default_strategies()[label], tokenizer=load_tokenizer())
     root = parse(chunk_html(doc, chunks, limit))
     shown = len(doc.text) if limit is None else limit
     segs = segments(root)

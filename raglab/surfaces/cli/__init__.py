@@ -38,7 +38,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from raglab.infra.corpus_files import CorpusError, CorpusWarning
+from raglab.base.corpus_files import CorpusError, CorpusWarning
 from raglab.course.artifacts import save_json
 from raglab.surfaces.cli import corpus, course, evaluate, search, serve
 

@@ -7,13 +7,15 @@ from raglab.base import config
 from raglab.base.files import write_jsonl
 from raglab.book.chunking import UNITS, ChunkSettings, chunk_corpus
 from raglab.evaluation.chunk_checks import chunk_stats
-from raglab.book.documents import corpus_stats, load_corpus
-from raglab.infra.folder_access import folder_settings, page_access
+from raglab.book.documents import corpus_stats
+from raglab.infra.corpus import load_corpus
+from raglab.base.folder_access import folder_settings, page_access
 from raglab.infra.python_docs import fetch_python_docs
-from raglab.book.embed import Embedder
+from raglab.infra.embedder import Embedder
 from raglab.infra.assemble import get_index
 from raglab.infra.corpora import entry, registered, threshold_for
 from raglab.infra.index import IndexNotReady
+from raglab.infra.tokenizer import load_tokenizer
 from raglab.surfaces.cli.options import chunk_settings, chunking_opts, common_opts, emit
 
 
@@ -67,7 +69,8 @@ def cmd_corpus_fetch(args) -> int:
 def cmd_chunk(args) -> int:
     settings = chunk_settings(args)
     embed = Embedder().encode if settings.strategy == "semantic" else None
-    chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings, embed=embed)
+    chunks = chunk_corpus(load_corpus(args.corpus, args.profile), settings, embed=embed,
+                          tokenizer=load_tokenizer())
     write_jsonl(args.out, (c.to_dict() for c in chunks))
     stats = {"out": args.out, "strategy": settings.strategy, "size": settings.size,
              "overlap": settings.overlap, "unit": UNITS[settings.strategy], "prefix": settings.prefix,

@@ -10,7 +10,7 @@ from pathlib import Path
 from raglab.base import config
 from raglab.base.files import atomic_open
 from raglab.book.chunking import STRATEGIES, ChunkSettings
-from raglab.book.documents import load_corpus
+from raglab.infra.corpus import load_corpus
 from raglab.course.artifacts import jsonable
 from raglab.evaluation import chunking_lab as lab
 from raglab.evaluation.bakeoff import choose_winner, run_bakeoff

@@ -1,8 +1,8 @@
 """The retrieval verbs: ``index``, ``search`` and ``ask``, each option next to its handler."""
 from __future__ import annotations
 
-from raglab.book.embed import Embedder
-from raglab.book.rerank import make_reranker
+from raglab.infra.embedder import Embedder
+from raglab.infra.rerankers import make_reranker
 from raglab.book.retrieve import Retriever
 from raglab.infra.assemble import get_index, levers_for
 from raglab.infra.index import build_index

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from raglab.base.text import did_you_mean
-from raglab.infra.corpus_files import CorpusError
+from raglab.base.corpus_files import CorpusError
 
 GROUP_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")      # an access group: a plain name (front matter and settings)
 SETTINGS_FILE = "raglab.toml"
