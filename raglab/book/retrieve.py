@@ -151,9 +151,7 @@ class Retriever:
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
-        (``levers``), cut to ``k``; each list is read at least ``k`` deep, so ``k`` hits come back when the
-        user may read that many chunks."""
-        depth = max(depth, k)
+        (``levers``), cut to ``k``. At most the two lists' union comes back: ``depth`` caps ``k``."""
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
@@ -172,10 +170,9 @@ class Retriever:
 
     def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES) -> list[Hit]:
-        """Hybrid top-``depth`` (at least ``k``) reordered by the reranker, cut to ``k``."""
+        """Hybrid top-``depth`` reordered by the reranker, cut to ``k``: at most ``depth`` come back."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
-        depth = max(depth, k)
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
