@@ -25,12 +25,8 @@ other punctuation around words are dropped (the docs write code as ``"dict.keys(
 name gives its parts **and** the whole name: ``os.path.join`` -> ``os``, ``path``, ``join``,
 ``os.path.join``. The whole name is a rare token with a high idf, so a chunk that spells out the
 exact dotted name outranks chunks that only mention its parts; the parts keep matching prose
-such as "the path module". Measured by ``python bench/bm25.py`` on the full docs (11,868
-chunks), the top chunk contains the exact dotted name for 21 of 21 hand-picked names found in
-the docs (``os.path.join``, ``json.dumps``, ``collections.OrderedDict``, ...) against 14 with the
-parts alone, and for 50 of 50 names sampled from the docs against 39; the top 10 of English
-questions barely move (97% overlap). Version numbers follow the same rule (``3.11`` -> ``3``,
-``11``, ``3.11``).
+such as "the path module" (measured: ``evals/results/bm25-tokens.md``). Version numbers follow
+the same rule (``3.11`` -> ``3``, ``11``, ``3.11``).
 
 References. bm25s (``method="lucene"``) ranks identically, but like Lucene 8 and later it leaves
 out the constant factor ``k1 + 1``, so its scores are ours divided by 2.5; rank_bm25's
