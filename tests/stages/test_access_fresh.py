@@ -19,6 +19,7 @@ from raglab.infra.index import load_index
 from raglab.book.rerank import SentenceMaxReranker
 from raglab.book.retrieve import Retriever
 from raglab.infra.assemble import get_index
+from raglab.guards.detector import default_detector
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
 
@@ -62,8 +63,8 @@ def test_public_users_never_see_restricted_content_on_either_backend(backend, em
 
 def test_premium_users_get_the_restricted_answer_cited(backend, embedder, workdir):
     retriever = Retriever(backend, embedder, SentenceMaxReranker(embedder))
-    assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.0,
-                          trace_path=workdir / "traces" / "premium.jsonl")
+    assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.0, guard=Guard(default_detector(embedder)),
+                          trace=Tracer(workdir / "traces" / "premium.jsonl"))
     public = assistant.ask(PREMIUM_ONLY[0])
     premium = assistant.ask(PREMIUM_ONLY[0], ("premium",))
     assert "555-0199" in premium.answer and any(c.doc == "plus/priority-support.md" for c in premium.citations)

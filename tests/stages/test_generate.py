@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from raglab.answerer.attribution import attributor
 from raglab.book.assistant import Assistant
 from raglab.book.refusal import choose_threshold
 from raglab.book.chunking import Chunk
@@ -102,10 +103,10 @@ def test_post_hoc_attribution_cites_supported_sentences_only(assistant_for, retr
     q = "How long do I have to return an item?"
     top = retriever.text(retriever.search(q, "rerank", 1)[0])
     copied = next(s for s in re.split(r"(?<=\.)\s+", " ".join(top.split())) if len(s.split()) > 6 and "[" not in s)
-    ok = assistant_for(ScriptedGenerator(copied), threshold=0.0, attribution=True).ask(q)
+    ok = assistant_for(ScriptedGenerator(copied), threshold=0.0, attribute=attributor(retriever.embedder)).ask(q)
     assert not ok.refused and ok.attributed and ok.citations
     bad = assistant_for(ScriptedGenerator("Penguins migrate across the frozen tundra every winter."),
-                        threshold=0.0, attribution=True).ask(q)
+                        threshold=0.0, attribute=attributor(retriever.embedder)).ask(q)
     assert bad.refused and bad.reason == "no-citation"
 
 

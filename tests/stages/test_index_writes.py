@@ -106,7 +106,7 @@ def edit(folder):
 
 def test_every_write_point_has_a_crash_test():
     names = set()
-    for module in ("files", "index"):
+    for module in ("base/files", "infra/index"):
         names |= set(re.findall(r'crash_point\("([^"]+)"\)', (HERE.parents[1] / "raglab" / f"{module}.py").read_text()))
     assert names == {p.split(":")[0] for p, _ in BUILD_POINTS}
 
@@ -254,7 +254,7 @@ def test_a_refusal_record_never_overwrites_a_build_made_after_its_index_was_load
     """An answer that calibrates a folder writes its refusal record into the manifest of the build it
     loaded; if the folder was rebuilt meanwhile (a page changed), the new build's manifest is left as
     it is, and while a build holds the folder's lock the record waits briefly, then gives up."""
-    from raglab.guards import calibration
+    from raglab.infra import calibration
     from raglab.base.files import dir_lock
 
     old = build(folder, root)
