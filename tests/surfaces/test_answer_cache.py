@@ -41,7 +41,7 @@ def test_a_premium_answer_is_never_served_to_a_public_user(assistant):
         assert ask(PREMIUM) == premium              # and the premium user is served its own answer again
         stats = client.get("/health", headers=PREMIUM).json()["answer_cache"]
     assert (stats["held"], stats["hits"]) == (2, 3)   # one entry per group set; the repeats were hits
-    lines = _lines(assistant.trace_path)
+    lines = _lines(assistant.trace.path)
     assert [(line["user_groups"], line["cached"]) for line in lines] == \
         [(["premium", "public"], False), (["public"], False), (["public"], True), (["public"], True),
          (["premium", "public"], True)]
@@ -56,7 +56,7 @@ def test_the_trace_says_cached_and_the_answer_is_the_same(assistant):
         (first.answer, first.citations, first.refused, first.reason, first.retrieved)
     again.citations.clear()                           # a served copy cannot change what is cached
     assert assistant.ask("How do I reset my password?").citations == first.citations
-    assert [line["cached"] for line in _lines(assistant.trace_path)] == [False, True, True]
+    assert [line["cached"] for line in _lines(assistant.trace.path)] == [False, True, True]
 
 
 def test_any_setting_that_changes_an_answer_changes_the_key(assistant):

@@ -479,7 +479,7 @@ def test_answers_and_chunks_are_never_cached(client, premium_ids, public_ids):
 
 def test_traces_of_served_answers_are_owner_only(client, hc_assistant):
     assert client.post("/ask", json={"question": PHONE_QUESTION}, headers=PREMIUM).status_code == 200
-    assert stat.S_IMODE(hc_assistant.trace_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(hc_assistant.trace.path.stat().st_mode) == 0o600
 
 
 def test_the_page_is_self_contained(client):
