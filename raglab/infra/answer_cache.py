@@ -69,6 +69,7 @@ class AnswerCache:
         parts = {"question": normalized(question), "groups": groups, "index": assistant.retriever.index.version,
                  "mode": assistant.mode, "k": assistant.k, "threshold": assistant.threshold,
                  "refusal": assistant.refusal, "attribution": assistant.attribute is not None,
+                 "guard": None if assistant.guard is None else type(assistant.guard.detector).__name__,
                  "levers": repr(assistant.retriever.levers),
                  "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
                  "generator": settings_of(assistant.generator)}

@@ -67,7 +67,8 @@ def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
     assert cache.key(assistant, "How do I reset my passwords?", None) != key
     for change in (lambda a: setattr(a, "threshold", 0.5), lambda a: setattr(a, "k", 3),
                    lambda a: setattr(a.generator, "floor", 0.4), lambda a: setattr(a.generator, "max_sentences", 4),
-                   lambda a: setattr(a, "refusal", "No."),
+                   lambda a: setattr(a, "refusal", "No."), lambda a: setattr(a, "guard", None),
+                   lambda a: setattr(a, "guard", Guard()),
                    lambda a: setattr(a.retriever, "levers", dataclasses.replace(a.retriever.levers, title_weight=0.7))):
         other = copy.copy(assistant)
         other.generator, other.retriever = copy.copy(assistant.generator), copy.copy(assistant.retriever)
