@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _API = {
     "Document": "raglab.book.documents", "CorpusError": "raglab.base.corpus_files", "CorpusWarning": "raglab.base.corpus_files",
-    "load_corpus": "raglab.infra.corpus", "corpus_stats": "raglab.book.documents", "python_docs_dir": "raglab.infra.python_docs",
+    "load_corpus": "raglab.infra.corpus", "corpus_stats": "raglab.infra.corpus", "python_docs_dir": "raglab.infra.python_docs",
     "Chunk": "raglab.book.chunking", "ChunkSettings": "raglab.book.chunking", "chunk_corpus": "raglab.book.chunking",
     "chunk_document": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
     "find_headings": "raglab.book.sections",
@@ -53,7 +53,7 @@ _API = {
 # short name -> a module reachable as ``rl.<name>``
 _MODULES = {
     "config": "raglab.base.config", "text": "raglab.base.text", "corpora": "raglab.infra.corpora",
-    "stores": "raglab.infra.stores",
+    "stores": "raglab.infra.stores", "model_chunkers": "raglab.infra.model_chunkers",
     # the book's files, in data-flow order
     "documents": "raglab.book.documents", "sections": "raglab.book.sections", "chunkers": "raglab.book.chunkers",
     "chunking": "raglab.book.chunking", "embed": "raglab.book.embed",

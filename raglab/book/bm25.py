@@ -31,12 +31,12 @@ the same rule (``3.11`` -> ``3``, ``11``, ``3.11``).
 References. bm25s (``method="lucene"``) ranks identically, but like Lucene 8 and later it leaves
 out the constant factor ``k1 + 1``, so its scores are ours divided by 2.5; rank_bm25's
 ``BM25Okapi`` gives the same scores once its idf is replaced by Lucene's. ``tests/test_bm25.py``
-checks both, and ``bench/bm25.py`` times this module against bm25s.
+checks both, and ``bench/bm25.py`` times this module against bm25s. An index is written to a file and read
+back by ``raglab.infra.stores.bm25_file``.
 """
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from itertools import chain
@@ -45,11 +45,8 @@ from typing import Callable, Iterable
 import numpy as np
 import scipy.sparse as sp
 
-from raglab.base.files import atomic_open
-
 K1, B = 1.5, 0.75
 _TOKEN = re.compile(r"\w+(?:\.\w+)*")
-_FORMAT = 1
 
 
 def tokenize(text: str) -> list[str]:
@@ -201,31 +198,6 @@ class BM25:
     def search(self, query: str, k: int = 10, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` best ``(row, score)`` pairs with a positive score; ties go to the lower row."""
         return top_k(self.scores(query, allowed), k)
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the index to one ``.npz`` file, atomically (``raglab.base.files.atomic_open``)."""
-        arrays = {
-            "format": np.array(_FORMAT), "params": np.array([self.k1, self.b, self.avgdl]),
-            "lengths": self.lengths, "data": self._data, "indices": self._indices, "indptr": self._indptr,
-            "vocab": np.frombuffer("\n".join(self.vocab).encode(), dtype=np.uint8),
-        }
-        with atomic_open(path, "wb") as fh:
-            np.savez(fh, **arrays)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, tokenizer: Callable[[str], list[str]] = tokenize) -> "BM25":
-        """An index written by ``save``; queries are tokenized with ``tokenizer``."""
-        with np.load(path, allow_pickle=False) as z:
-            if int(z["format"]) != _FORMAT:
-                raise ValueError(f"{path}: BM25 index format {int(z['format'])}, expected {_FORMAT}")
-            self = cls.__new__(cls)
-            k1, b, avgdl = (float(x) for x in z["params"])
-            self.k1, self.b, self.tokenizer, self.avgdl = k1, b, tokenizer, avgdl
-            text = z["vocab"].tobytes().decode()
-            self.vocab = {tok: i for i, tok in enumerate(text.split("\n"))} if text else {}
-            self.lengths = z["lengths"]
-            self._data, self._indices, self._indptr = z["data"], z["indices"], z["indptr"]
-        return self
 
 
 def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:

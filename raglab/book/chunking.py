@@ -12,7 +12,7 @@ Every ``Chunk`` keeps its document id, heading path and character offsets, so
 reST underline rules blanked and whitespace folded, optionally after a contextual prefix. Here: the
 record, its settings, the one registry of strategies (raglab's eight, a learner's by
 ``register_chunker``) and the ids, which depend only on the text and the settings. How each strategy
-cuts: ``raglab.book.chunkers``.
+cuts: ``raglab.book.chunkers`` (and ``raglab.infra.model_chunkers``, for those that need the model).
 
 =========  ====================  ==============
 strategy   default size/overlap  id
@@ -36,8 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterable
 
 from raglab.base.text import clean
-from raglab.book.chunkers import (char_spans, checked_spans, pack, recursive_spans, semantic_spans, spans_of_windows,
-                                  token_spans, word_spans)
+from raglab.book.chunkers import char_spans, checked_spans, pack, spans_of_windows, word_spans
 from raglab.book.documents import Document
 from raglab.book.sections import Section, heading_at, section_units, slugify, split_sections
 
@@ -60,6 +59,9 @@ SEMANTIC_BREAKPOINT = 90
 PARENT_WORDS = 300
 # a learner's chunkers by name (``register_chunker``): text in, (start, end) spans out
 REGISTERED: dict[str, Callable] = {}
+# the strategies that need the model, by name: (settings, text, tokenizer, embed) -> spans; filled in by
+# ``raglab.infra.model_chunkers`` (the tokens, recursive and semantic strategies)
+MODEL_CUTTERS: dict[str, Callable] = {}
 
 
 @dataclass(frozen=True)
@@ -204,9 +206,9 @@ def spans_of(text: str, s: ChunkSettings, windows: Callable | None = None,
         return word_spans(text, s.size, s.overlap)
     if s.strategy in ("chars", "large"):
         return char_spans(text, s.size, s.overlap)
-    if s.strategy == "semantic":
-        return semantic_spans(text, s.size, s.breakpoint, embed, tokenizer)
-    return {"recursive": recursive_spans, "tokens": token_spans}[s.strategy](text, s.size, s.overlap, tokenizer)
+    if s.strategy not in MODEL_CUTTERS:
+        raise ValueError(f"the {s.strategy} strategy cuts with the model: import raglab.infra.model_chunkers")
+    return MODEL_CUTTERS[s.strategy](s, text, tokenizer, embed)
 
 
 # ---------------------------------------------------------------- chunks

@@ -27,7 +27,7 @@ from typing import Callable
 from unittest import mock
 
 from raglab.book import bm25, chunkers, chunking, citations, fusion
-from raglab.infra import index, tokenizer
+from raglab.infra import index, model_chunkers, tokenizer
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics
 from raglab.experiments import packing, pricing
@@ -81,8 +81,8 @@ STAGES = {
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
-    "own chunker": ("07", "your chunker in the chunking race", (tokenizer.model_windows, chunkers.token_spans,
-                                                                  chunkers.recursive_spans)),
+    "own chunker": ("07", "your chunker in the chunking race", (tokenizer.model_windows, model_chunkers.token_spans,
+                                                                  model_chunkers.recursive_spans)),
     "answer cost": ("08", "the cost of an answer", (pricing.answer_cost,)),
 }
 YOURS, FALLBACK, COPY = "yours", "raglab", "copy"

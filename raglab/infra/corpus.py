@@ -3,6 +3,7 @@ or a folder path. The book's ``raglab.book.documents`` reads the pages; this mod
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -32,3 +33,20 @@ def load_corpus(name: str | Path = "python-docs", profile: str | None = None) ->
     if Path(name).is_dir():
         return load_folder(name)
     raise CorpusError(f"unknown corpus {name!r}: use one of {', '.join(REGISTRY)}, python-docs-3.X, or a folder path")
+
+
+def corpus_stats(docs: list[Document]) -> dict:
+    """Counts for ``raglab corpus info``: documents, words, characters, access groups, and a hash of
+    every page's id, bytes and access (so that an index records the access it was built with)."""
+    groups: dict[str, int] = {}
+    for d in docs:
+        for g in d.access:
+            groups[g] = groups.get(g, 0) + 1
+    return {
+        "documents": len(docs),
+        "words": sum(d.n_words for d in docs),
+        "characters": sum(len(d.text) for d in docs),
+        "access_groups": dict(sorted(groups.items())),
+        "sha256": hashlib.sha256("".join(d.id + d.fingerprint for d in docs).encode()).hexdigest(),
+    }
+

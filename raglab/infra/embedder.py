@@ -1,11 +1,11 @@
 """The embedder ready to use: the packaged all-MiniLM-L6-v2 (or a sentence-transformers model by name), its
-embedding cache and the precision for this CPU, around the book's stage (``raglab.book.embed.unit_vectors``).
+embedding cache and the precision for this CPU, around the book's stage (``raglab.infra.embedding_batches.unit_vectors``).
 
 ``Embedder().encode(texts)`` returns unit-length float32 vectors, one row a text:
 
 1. each distinct text is looked up in the cache (``raglab.infra.embedding_cache``; ``cache=True`` is the
    default file): a fully warm cache answers without loading the model;
-2. the misses are padded by the book's padding rule and embedded in length batches (``raglab.book.embed``);
+2. the misses are padded by the book's padding rule and embedded in length batches (``raglab.infra.embedding_batches``);
 3. one forward pass a batch (``_embed``), in the precision chosen for this CPU (``raglab.infra.precision``):
    the packaged model on the CPU runs in plain torch (``raglab.infra.minilm``), any other through
    sentence-transformers; each batch goes to the cache as soon as it is computed.
@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 
 from raglab.base.progress import progress_bar
-from raglab.book.embed import PAD_MULTIPLE, cache_id, unit_vectors
+from raglab.infra.embedding_batches import PAD_MULTIPLE, cache_id, unit_vectors
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.infra.embedding_model import load_sentence_transformer, packaged_dims
 from raglab.infra.minilm import MiniLM
@@ -147,7 +147,7 @@ class Embedder:
         """Unit-length float32 vectors, shape ``(len(texts), dim)``: cached ones looked up, the rest embedded.
 
         Misses are embedded in batches of at most ``batch_size`` texts of one padded length
-        (``raglab.book.embed.padded_length``), and each batch is committed to the cache as soon as it is
+        (``raglab.infra.embedding_batches.padded_length``), and each batch is committed to the cache as soon as it is
         computed (an interrupted run keeps them). ``progress=None`` shows a progress bar when more than 200
         texts must be embedded.
         """

@@ -1,7 +1,7 @@
 """The on-disk embedding cache: vectors by content hash in one SQLite file.
 
 Every vector is stored under ``sha256(cache id + "\\0" + text)``, the cache id naming the model, the
-precision and the padding rule (``all-MiniLM-L6-v2@bfloat16+pad16``, ``raglab.book.embed.cache_id``), so
+precision and the padding rule (``all-MiniLM-L6-v2@bfloat16+pad16``, ``raglab.infra.embedding_batches.cache_id``), so
 each distinct text is embedded once per model and precision, ever, and a fully warm cache answers without
 loading the model. The file lives at ``<work dir>/cache/embeddings.sqlite`` unless a path is given.
 """

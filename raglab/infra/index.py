@@ -20,10 +20,11 @@ import numpy as np
 from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
-from raglab.book.documents import PUBLIC, corpus_stats
+from raglab.book.documents import PUBLIC
+from raglab.infra.corpus import corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.folder_access import folder_settings
-from raglab.book.embed import PADDING_RULE
+from raglab.infra.embedding_batches import PADDING_RULE
 from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
 from raglab.base.files import (
@@ -37,6 +38,7 @@ from raglab.base.files import (
     write_jsonl,
 )
 from raglab.infra.packaged_models import MINILM
+from raglab.infra.stores.bm25_file import load_bm25, save_bm25
 from raglab.infra.stores.faiss_store import FaissStore
 from raglab.infra.tokenizer import load_tokenizer
 
@@ -217,7 +219,7 @@ def _write_files(folder: Path, manifest: dict, chunks: list[Chunk], dense: Faiss
     crash_point("index-write")
     dense.save(folder / "dense.faiss")
     crash_point("index-dense")
-    bm25.save(folder / "bm25.npz")
+    save_bm25(bm25, folder / "bm25.npz")
     crash_point("index-bm25")
     with atomic_open(folder / "manifest.json") as fh:
         json.dump(manifest, fh, indent=2)
@@ -280,7 +282,7 @@ def load_index(corpus: str = "python-docs", profile: str | None = None, settings
             raise IndexNotReady(f"index at {path} does not match: {what}; rebuild it with `{hint}`")
     chunks = _read(path, "chunks.jsonl", hint, lambda p: [Chunk.from_dict(r) for r in read_jsonl(p)])
     dense = _read(path, "dense.faiss", hint, lambda p: FaissStore.load(p, kind))
-    bm25 = _read(path, "bm25.npz", hint, BM25.load)
+    bm25 = _read(path, "bm25.npz", hint, load_bm25)
     if not len(chunks) == len(dense) == bm25.n_docs == manifest.get("n_chunks"):
         raise IndexNotReady(f"index at {path} is inconsistent (chunks, vectors and BM25 rows differ): rebuild it with `{hint}`")
     parents = (_read(path, "parents.jsonl", hint, lambda p: [Chunk.from_dict(r) for r in read_jsonl(p)])

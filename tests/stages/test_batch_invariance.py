@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.book.embed import PAD_MULTIPLE
+from raglab.infra.embedding_batches import PAD_MULTIPLE
 from raglab.infra.embedder import Embedder
 from raglab.infra.embedding_cache import EmbeddingCache
 from raglab.infra.precision import native_bf16

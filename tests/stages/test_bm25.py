@@ -11,6 +11,7 @@ from rank_bm25 import BM25Okapi
 from raglab.book.bm25 import BM25, TextbookBM25, tokenize
 from raglab.book.chunking import ChunkSettings, chunk_corpus
 from raglab.infra.corpus import load_corpus
+from raglab.infra.stores.bm25_file import load_bm25, save_bm25
 
 QUERIES = [
     "__init__", "__repr__", "__missing__", "dict_keys", "KeyError", "ValueError", "StopIteration",
@@ -193,10 +194,10 @@ def test_filter_must_be_a_boolean_mask_of_the_right_length(bm):
 
 def test_save_load_round_trip(bm, tmp_path):
     path = tmp_path / "bm25.npz"
-    bm.save(path)
-    bm.save(path)  # overwriting is fine
+    save_bm25(bm, path)
+    save_bm25(bm, path)  # overwriting is fine
     assert os.listdir(tmp_path) == ["bm25.npz"]
-    loaded = BM25.load(path)
+    loaded = load_bm25(path)
     assert (loaded.n_docs, loaded.vocab_size, loaded.avgdl) == (bm.n_docs, bm.vocab_size, bm.avgdl)
     mask = np.arange(bm.n_docs) % 3 == 0
     for query in QUERIES:
@@ -206,12 +207,12 @@ def test_save_load_round_trip(bm, tmp_path):
 
 def test_a_failed_save_leaves_the_old_file_and_no_temporary(bm, tmp_path, monkeypatch):
     path = tmp_path / "bm25.npz"
-    bm.save(path)
+    save_bm25(bm, path)
     before = path.read_bytes()
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
     monkeypatch.setattr(np, "savez", broken)
     with pytest.raises(OSError, match="disk full"):
-        bm.save(path)
+        save_bm25(bm, path)
     assert os.listdir(tmp_path) == ["bm25.npz"] and path.read_bytes() == before

@@ -12,7 +12,9 @@ import pytest
 
 from raglab.base import config
 from raglab.infra.corpora import golden_path
-from raglab.book.documents import corpus_stats, load_folder, parse_front_matter
+from raglab.base.front_matter import parse_front_matter
+from raglab.book.documents import load_folder
+from raglab.infra.corpus import corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.corpus_files import CorpusError, CorpusWarning, read_text_file, remove_hidden
 from raglab.infra.python_docs import BUNDLED_SHA256, fetch_python_docs, python_docs_dir

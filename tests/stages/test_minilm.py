@@ -49,3 +49,38 @@ def test_a_loaded_sentence_transformer_is_used_as_before():
     e.model  # noqa: B018 -- loads sentence-transformers (training does)
     assert np.array_equal(Embedder(cache=None, precision="float32").encode(TEXTS[:3]), light)
     assert np.array_equal(e._embed(TEXTS[:3], 16), Embedder(cache=None, precision="float32")._embed(TEXTS[:3], 16))
+
+
+def test_the_books_pooling_is_the_models():
+    """The book's ``mean_pool`` and ``normalize`` (numpy), applied to sentence-transformers' own token vectors,
+    give its sentence vectors: the idea taught in notebook 02 is what the model does."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from raglab.book.embed import mean_pool, normalize
+    from raglab.infra.packaged_models import minilm_path
+
+    reference = SentenceTransformer(str(minilm_path()), device="cpu")
+    features = reference.tokenizer(TEXTS, padding="max_length", truncation=True, max_length=64, return_tensors="pt")
+    with torch.inference_mode():
+        out = reference(dict(features))
+    tokens, mask = out["token_embeddings"].numpy(), features["attention_mask"].numpy()
+    got = normalize(mean_pool(tokens, mask))
+    assert np.allclose(got, out["sentence_embedding"].numpy(), atol=1e-6)
+
+
+def test_exact_search_is_faiss_inner_product_search():
+    """The book's brute-force ``exact_search`` ranks as FAISS's exact ``IndexFlatIP`` on unit vectors."""
+    import faiss
+
+    from raglab.book.embed import exact_search, normalize
+
+    rng = np.random.default_rng(0)
+    vectors = normalize(rng.normal(size=(500, 16)).astype(np.float32))
+    index = faiss.IndexFlatIP(16)
+    index.add(vectors)
+    for query in normalize(rng.normal(size=(5, 16)).astype(np.float32)):
+        scores, rows = index.search(query[None], 10)
+        got = exact_search(query, vectors, 10)
+        assert [r for r, _ in got] == rows[0].tolist()
+        assert np.allclose([s for _, s in got], scores[0], atol=1e-5)

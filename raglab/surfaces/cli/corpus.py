@@ -7,7 +7,7 @@ from raglab.base import config
 from raglab.base.files import write_jsonl
 from raglab.book.chunking import UNITS, ChunkSettings, chunk_corpus
 from raglab.evaluation.chunk_checks import chunk_stats
-from raglab.book.documents import corpus_stats
+from raglab.infra.corpus import corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.folder_access import folder_settings, page_access
 from raglab.infra.python_docs import fetch_python_docs
