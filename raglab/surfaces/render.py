@@ -4,29 +4,21 @@ from __future__ import annotations
 import html
 import re
 
+from raglab.base.cited import render_cited
 from raglab.book.assistant import Answer
 
 
 def answer_html(answer: Answer, chunk_text: dict[str, str]) -> str:
     """The answer with each ``[n]`` linked to a collapsible copy of the cited chunk (``<details>``).
 
-    ``chunk_text`` maps chunk ids to their text (only the cited chunks are shown).
+    ``chunk_text`` maps chunk ids to their text (only the cited chunks are shown). The answer and
+    its citations are written by the one citation renderer (``raglab.base.cited.render_cited``, its
+    ``"html"`` format); this adds the frame, the refusal and the generator.
     """
     key = re.sub(r"\W+", "-", answer.question.lower())[:40]
     if answer.refused:
         return (f'<div style="border-left:4px solid #c44e52;padding:4px 10px"><b>{html.escape(answer.answer)}</b>'
                 f'<br><small>refused: {html.escape(str(answer.reason))}; evidence strength {answer.evidence:.3f}</small></div>')
-    cited = {c.n: c for c in answer.citations}
-
-    def marker(m: re.Match) -> str:
-        n = int(m.group(1))
-        return f'<sup><a href="#{key}-{n}">[{n}]</a></sup>' if n in cited else m.group(0)
-
-    body = re.sub(r"\[(\d+)\]", marker, html.escape(answer.answer))
-    items = "".join(
-        f'<details id="{key}-{c.n}"><summary>[{c.n}] <code>{html.escape(c.id)}</code> '
-        f'<small>{html.escape(c.heading)}</small></summary>'
-        f'<pre style="white-space:pre-wrap;font-size:85%">{html.escape(chunk_text.get(c.id, c.snippet))}</pre></details>'
-        for c in answer.citations)
-    return (f'<div style="border-left:4px solid #4c72b0;padding:4px 10px">{body}'
-            f'<div style="margin-top:6px">{items}</div><small>generator: {html.escape(answer.generator)}</small></div>')
+    cited = render_cited(answer.answer, answer.citations, "html", anchor=key, texts=chunk_text)
+    return (f'<div style="border-left:4px solid #4c72b0;padding:4px 10px">{cited}'
+            f'<small>generator: {html.escape(answer.generator)}</small></div>')

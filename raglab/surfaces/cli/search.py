@@ -1,6 +1,7 @@
 """The retrieval verbs: ``index``, ``search`` and ``ask``, each option next to its handler."""
 from __future__ import annotations
 
+from raglab.base.cited import render_cited
 from raglab.infra.embedder import Embedder
 from raglab.infra.rerankers import make_reranker
 from raglab.book.retrieve import Retriever
@@ -57,8 +58,7 @@ def cmd_ask(args) -> int:
     assistant = assistant_for(args, build=False)
     assistant.generator = guarded(assistant.generator)   # a model server's error is one line, not a traceback
     answer = assistant.ask(args.query, user_groups(args))
-    lines = [answer.answer, ""]
-    lines += [f"[{c.n}] {c.id}  ({c.heading})" for c in answer.citations]
+    lines = [render_cited(answer.answer, answer.citations, "text")]   # the answer, a blank line, a line a citation
     if answer.refused and answer.unknown_names:
         lines.append(f"(refused: {answer.reason}; the question names what no page contains: {', '.join(answer.unknown_names)})")
     elif answer.refused:

@@ -107,6 +107,18 @@ def assistant_loader(corpus: str = "python-docs", profile: str | None = None, se
 
 # ---------------------------------------------------------------- the app
 
+def ask_reply(answer) -> dict:
+    """What ``POST /ask`` sends for an answer: its text, its Markdown rendering (``markdown_answer``,
+    null for plain-text sources and refusals) and its citations, which the page's script lists and
+    links to every ``[n]`` of the answer that names one (the snippet of a Markdown page as plain text)."""
+    return {"answer": answer.answer,
+            "answer_html": markdown_answer(answer.answer, answer.citations, answer.refused),
+            "citations": [{"n": c.n, "id": c.id, "doc": c.doc,
+                           "snippet": markdown_text(c.snippet) if is_markdown(c.doc) else c.snippet}
+                          for c in answer.citations],
+            "refused": answer.refused, "reason": answer.reason}
+
+
 def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, tokens_file: str | Path | None = None,
                max_body: int = DEFAULT_MAX_BODY, *, loader: Callable | None = None, corpus: str = "python-docs",
                profile: str | None = None, queue_size: int | None = None, deadline_s: float | None = None,
@@ -198,12 +210,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         answer = a.cached(body.question, user or None)     # an answer given before is served without the queue
         if answer is None:
             answer = await request.app.state.worker.run(a.ask, body.question, user or None)
-        return {"answer": answer.answer,
-                "answer_html": markdown_answer(answer.answer, answer.citations, answer.refused),
-                "citations": [{"n": c.n, "id": c.id, "doc": c.doc,
-                               "snippet": markdown_text(c.snippet) if is_markdown(c.doc) else c.snippet}
-                              for c in answer.citations],
-                "refused": answer.refused, "reason": answer.reason}
+        return ask_reply(answer)
 
     @app.get("/chunks/{chunk_id:path}")
     async def chunk(chunk_id: str, request: Request, user: Annotated[tuple, Depends(caller_groups)]):

@@ -5,89 +5,16 @@ Sources written in Markdown (a ``.md`` document, such as the help center's pages
 rendered, server-side, by markdown-it with raw HTML off (``markdown_html``): ``GET /chunks/{id}`` adds
 ``html`` and ``POST /ask`` adds ``answer_html`` (see ``markdown_answer``); both are null for plain-text
 sources (the Python docs' ``.txt`` pages use reST markup such as ``*ensure_ascii*``, which is not
-Markdown). The text fields stay as they were.
+Markdown). The text fields stay as they were. The rendering itself is in the bottom layer
+(``raglab.base.markdown``, and ``raglab.base.cited`` for an answer's citations), shared with the
+other surfaces; this module decides when the page gets it.
 """
 from __future__ import annotations
 
-import re
+from raglab.base.cited import render_cited
+from raglab.base.markdown import MARKDOWN_SUFFIX, is_markdown, markdown_html, markdown_text
 
-from markdown_it import MarkdownIt
-
-MARKDOWN_SUFFIX = ".md"
-_MARKERS = re.compile(r"\[(\d+)\]")
-_OPEN, _CLOSE = "\ue000", "\ue001"       # private-use characters that stand in for the brackets of [n]
-_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:", re.IGNORECASE)
-_LINK_SCHEMES = ("http:", "https:", "mailto:")
-
-
-def _markdown() -> MarkdownIt:
-    """CommonMark plus tables, raw HTML off (a tag in the source is shown as text, escaped), and links
-    kept only to http, https, mailto or a relative address (on top of markdown-it's own check, which
-    already refuses ``javascript:``, ``vbscript:``, ``file:`` and most ``data:``)."""
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    builtin = md.validateLink
-
-    def validate(url: str) -> bool:
-        url = url.strip()
-        return builtin(url) and (not _SCHEME.match(url) or url.lower().startswith(_LINK_SCHEMES))
-
-    md.validateLink = validate
-    return md
-
-
-_MD = _markdown()
-
-
-def is_markdown(doc: str) -> bool:
-    """Whether a document's source is Markdown: its id ends with ``.md``."""
-    return doc.lower().endswith(MARKDOWN_SUFFIX)
-
-
-def markdown_html(text: str) -> str:
-    """``text`` (Markdown) as HTML that the page can show as it is.
-
-    markdown-it renders it with raw HTML off, so a tag in the source comes out escaped, and a link
-    whose address is not http, https, mailto or relative stays text. On top of that, for the page's
-    content security policy (no inline styles, nothing loaded from elsewhere): a table cell's
-    alignment is a class (``align-right``) and not a ``style`` attribute, an image is its alt text,
-    and a link gets ``rel="noopener noreferrer"``.
-
-    >>> markdown_html("**3 business days** <script>alert(1)</script> [x](javascript:alert(1))")
-    '<p><strong>3 business days</strong> &lt;script&gt;alert(1)&lt;/script&gt; [x](javascript:alert(1))</p>\\n'
-    """
-    env: dict = {}
-    tokens = _MD.parse(text, env)
-    for token in tokens:
-        if token.type in ("th_open", "td_open"):
-            style = str(token.attrs.pop("style", ""))
-            if style.startswith("text-align:"):
-                token.attrSet("class", "align-" + style.partition(":")[2])
-        for child in token.children or ():
-            if child.type == "image":                   # the alt text, escaped as any text
-                child.type, child.tag, child.attrs, child.children = "text", "", {}, None
-            elif child.type == "link_open":
-                child.attrSet("rel", "noopener noreferrer")
-    return _MD.renderer.render(tokens, _MD.options, env)
-
-
-def markdown_text(text: str) -> str:
-    r"""What a reader sees of a Markdown excerpt, as plain text: the words without their markup
-    (emphasis stars, heading hashes, table pipes, link targets), for a citation's snippet under the
-    answer, which is cut mid-sentence, where rendered Markdown would often be unbalanced.
-
-    >>> markdown_text("## Refund timeline\n| days | what |\n|---|---|\n| **3 business days** | [refund](/r) |")
-    'Refund timeline days what 3 business days refund'
-    """
-    words = []
-    for token in _MD.parse(text):
-        for child in token.children or ():
-            if child.type in ("text", "code_inline"):
-                words.append(child.content)
-            elif child.type in ("softbreak", "hardbreak"):
-                words.append(" ")
-        if token.type == "inline" or token.type.endswith("_close"):
-            words.append(" ")
-    return " ".join("".join(words).split())
+__all__ = ["MARKDOWN_SUFFIX", "is_markdown", "markdown_answer", "markdown_html", "markdown_text"]
 
 
 def markdown_answer(answer: str, citations, refused: bool = False) -> str | None:
@@ -95,23 +22,22 @@ def markdown_answer(answer: str, citations, refused: bool = False) -> str | None
 
     Why this design: the answer is built from the sources' text (the extractive generator quotes
     their sentences; a model writes in their style), so its markup is the sources' markup. When all
-    the cited pages are Markdown, the answer is rendered here, on the server, with ``markdown_html``
-    (raw HTML off); with one plain-text source (reST's ``*ensure_ascii*`` is not emphasis), or none
+    the cited pages are Markdown, the answer is rendered here, on the server, by the one citation
+    renderer in its ``"markdown"`` format (``raglab.base.cited.render_cited``: ``markdown_html``, raw
+    HTML off); with one plain-text source (reST's ``*ensure_ascii*`` is not emphasis), or none
     (a refusal), it stays text. Rendering on the server keeps the page's script small and its
     content security policy as strict as it was: no Markdown library and no ``'unsafe-inline'`` in the
     browser, which copies the HTML node by node into the page through an allowlist of tags and attributes.
 
-    The citation markers ``[n]`` stay recognisable: each is replaced by private-use characters before
-    rendering and restored after, so Markdown can never read ``[1]`` as a link (``[1]: url`` in a
-    model's answer stays text) and the page turns the ``[n]`` in the HTML's text into the same cite
-    links as in a plain answer. The citation snippets of Markdown pages are shown as plain text without
-    their markup (``markdown_text``): they are cut mid-sentence, where Markdown would often be unbalanced.
+    The citation markers ``[n]`` stay recognisable: ``render_cited`` keeps them out of Markdown's
+    sight, so Markdown can never read ``[1]`` as a link (``[1]: url`` in a model's answer stays text),
+    and the page turns the ``[n]`` in the HTML's text into the same cite links as in a plain answer.
+    The citation snippets of Markdown pages are shown as plain text without their markup
+    (``markdown_text``): they are cut mid-sentence, where Markdown would often be unbalanced.
 
     >>> markdown_answer("Call **+1 (888) 555-0199**. [1]", [type("C", (), {"doc": "plus/priority-support.md"})])
     '<p>Call <strong>+1 (888) 555-0199</strong>. [1]</p>\\n'
     """
     if refused or not citations or not all(is_markdown(c.doc) for c in citations):
         return None
-    text = answer.replace(_OPEN, "").replace(_CLOSE, "")
-    text = _MARKERS.sub(lambda m: f"{_OPEN}{m.group(1)}{_CLOSE}", text)
-    return markdown_html(text).replace(_OPEN, "[").replace(_CLOSE, "]")
+    return render_cited(answer, citations, "markdown")
