@@ -38,6 +38,7 @@ _API = {
     "check_citations": "raglab.book.citations", "parse_citations": "raglab.book.citations",
     "OpenAIGenerator": "raglab.book.llm", "ScriptedGenerator": "raglab.book.llm",
     "Assistant": "raglab.book.assistant", "Answer": "raglab.book.assistant",
+    "LearnerRetriever": "raglab.course.stages", "LearnerAssistant": "raglab.course.stages",
     "ExtractiveGenerator": "raglab.answerer.extractive", "Guard": "raglab.guards.guard",
     "default_detector": "raglab.guards.detector",
     "build_assistant": "raglab.infra.assemble", "llm_settings": "raglab.infra.endpoint",

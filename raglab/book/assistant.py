@@ -9,7 +9,7 @@ citation). Taught in notebook 04.
 
 What it is handed decides the rest: a ``guard`` (``raglab.guards.guard.Guard``: whole sentences, hidden
 injected sentences, contact points, ``unsupported-claim``), an ``attribute`` function for models that do not
-cite, a learner's ``citation_check``, a ``trace`` that records each answer (``raglab.infra.traces.Tracer``).
+cite, a ``trace`` that records each answer (``raglab.infra.traces.Tracer``).
 ``raglab.infra.assemble.build_assistant`` hands in the defaults of a corpus.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from raglab.book.bm25 import B, K1
-from raglab.book.citations import check_citations
+from raglab.book.citations import CitationCheck, check_citations
 from raglab.book.documents import PUBLIC
 from raglab.book.fusion import RRF_K
 from raglab.book.llm import DEFAULT_BASE_URL
@@ -92,19 +92,17 @@ class Assistant:
 
     def __init__(self, retriever, generator, threshold: float, k: int = 5,
                  refusal: str = REFUSAL, rerank: bool = True, guard=None,
-                 attribute: Callable[[str, list[Source]], str] | None = None,
-                 citation_check: Callable[[str, int], list] | None = None, trace: Callable[[dict], None] | None = None):
+                 attribute: Callable[[str, list[Source]], str] | None = None, trace: Callable[[dict], None] | None = None):
         """``threshold``: the evidence strength below which it refuses (chosen on a dev split: ``raglab.book.refusal``);
         ``guard``: a ``raglab.guards.guard.Guard`` (None: sources are the chunks as retrieved, nothing hidden or
         checked beyond the citations); ``attribute``: cites an answer that has no valid citation (post-hoc);
-        ``citation_check``: a learner's check, (answer, number of sources) -> the forged numbers;
         ``trace``: called with one record per answer."""
         if rerank and retriever.reranker is None:
             raise ValueError("a reranking assistant needs a reranker (its top score is the evidence strength): "
                              "pass reranker= to Retriever, or rerank=False")
         self.retriever, self.generator, self.rerank, self.guard = retriever, generator, rerank, guard
         self.threshold, self.k, self.refusal = threshold, k, refusal
-        self.attribute, self.citation_check, self.trace = attribute, citation_check, trace
+        self.attribute, self.trace = attribute, trace
         self.answer_cache = None      # a raglab.infra.answer_cache.AnswerCache, when answers are served again (the API)
 
     @property
@@ -130,6 +128,10 @@ class Assistant:
         if self.guard:
             return self.guard.sources(hits, index)
         return [Source(n, index.chunk(h.id)) for n, h in enumerate(hits, 1)]
+
+    def check(self, text: str, sources: list[Source]) -> CitationCheck:
+        """The verdict on an answer's citations: each must name one of the sources (``raglab.book.citations``)."""
+        return check_citations(text, sources)
 
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
         """Answer ``question`` for a user with these access groups (public is always included); with an
@@ -189,7 +191,7 @@ class Assistant:
             else:
                 if self.attribute and not check_citations(raw, sources).valid:
                     text, attributed = self.attribute(raw, sources), True
-                check = check_citations(text, sources, self.citation_check)
+                check = self.check(text, sources)
                 refused, reason = check.reason is not None, check.reason
                 if not refused and self.guard:
                     text, reason = self.guard.check(text, sources, check.valid)

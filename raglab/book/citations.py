@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
 
 from raglab.book.prompt import Source
 
@@ -51,12 +50,8 @@ class CitationCheck:
         return None
 
 
-def check_citations(text: str, sources: list[Source], invalid_of: Callable[[str, int], list] | None = None) -> CitationCheck:
+def check_citations(text: str, sources: list[Source]) -> CitationCheck:
     """Map each citation to a retrieved source; anything else is invalid.
-
-    ``invalid_of(text, n_sources)`` (a learner's citation check: the numbers it finds forged) replaces
-    the rule for numbered citations: a number it lets through that names no source is dropped from
-    the valid ones but stays in the text, as a check with that bug would leave it.
 
     >>> from raglab.book.chunking import Chunk
     >>> c = Chunk("a.md#x", "a.md", ("A",), 0, 1, "t", "t", ("public",), "words")
@@ -66,16 +61,10 @@ def check_citations(text: str, sources: list[Source], invalid_of: Callable[[str,
     """
     by_n = {str(s.n): s for s in sources}
     by_id = {s.chunk.id: s for s in sources}
-    forged = None if invalid_of is None else {str(n) for n in invalid_of(text, len(sources))}
     valid, invalid = [], []
     for token in parse_citations(text):
         source = by_n.get(token) or by_id.get(token)
-        if forged is not None and token.isdigit():
-            if token in forged:
-                invalid.append(token)
-            elif source is not None and source not in valid:
-                valid.append(source)
-        elif source is None:
+        if source is None:
             invalid.append(token)
         elif source not in valid:
             valid.append(source)

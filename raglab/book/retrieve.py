@@ -13,11 +13,8 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable
 
-import numpy as np
-
-from raglab.book.bm25 import BM25, tokenize, top_k
+from raglab.book.bm25 import BM25, top_k
 from raglab.base.records import Hit
 from raglab.book.fusion import RRF_K, rrf
 
@@ -78,18 +75,11 @@ class Retriever:
     without a reranker.
     """
 
-    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(),
-                 bm25_scores: Callable | None = None, fuse: Callable | None = None):
+    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers()):
         self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
         self.timings_ms: dict[str, float] = {}
         self.signals: dict[str, float] = {}
         self._titles: BM25 | None = None
-        # a learner's stages in place of raglab's: BM25 scoring (query tokens, each chunk's tokens -> one
-        # score per chunk) and fusion (ranked id lists by name -> (id, score) pairs, best first)
-        if (bm25_scores or fuse) and (levers.title_weight or levers.demote):
-            raise ValueError("a learner's BM25 or fusion runs without the levers: pass levers=Levers()")
-        self.bm25_scores, self.fuse = bm25_scores, fuse
-        self._tokens: list[list[str]] | None = None
 
     def warm(self) -> None:
         """Build now what the first search would otherwise build: the page-title BM25 (when the lever
@@ -125,23 +115,11 @@ class Retriever:
     def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
         """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks, plus the page-title field when
         ``levers.title_weight`` is set."""
-        if self.bm25_scores is not None:
-            pairs = self._timed("bm25", self._learner_bm25, query, k, user)
-        elif not self.levers.title_weight:
+        if not self.levers.title_weight:
             pairs = self._timed("bm25", self.index.bm25_search, query, k, user)
         else:
             pairs = self._timed("bm25", self._fields_search, query, k, user)
         return self._hits(pairs, "bm25")
-
-    def _learner_bm25(self, query: str, k: int, user) -> list[tuple[int, float]]:
-        """The learner's BM25 scores over every chunk's tokens; rows the user may not read are never ranked."""
-        if self._tokens is None:
-            self._tokens = [tokenize(c.indexed_text) for c in self.index.chunks]
-        scores = np.asarray(self.bm25_scores(tokenize(query), self._tokens), dtype=float)
-        if scores.shape != (len(self._tokens),):
-            raise ValueError(f"the BM25 function returned {scores.shape[0] if scores.ndim else 'no'} scores "
-                             f"for {len(self._tokens)} chunks (one score per chunk, in order)")
-        return top_k(np.where(self.index.allowed(user), scores, -np.inf), k)
 
     def _fields_search(self, query: str, k: int, user) -> list[tuple[int, float]]:
         allowed = self.index.allowed(user)
@@ -157,16 +135,15 @@ class Retriever:
         for h in dense + keyword:
             ranks.setdefault(h.id, {}).update(h.ranks)
         lists = {"dense": [h.id for h in dense], "bm25": [h.id for h in keyword]}
-        if self.fuse is not None and weights:
-            raise ValueError("a learner's fusion takes no weights")
-        fused = [(i, float(s)) for i, s in self.fuse(lists)] if self.fuse is not None else rrf(lists, RRF_K, weights)
-        stray = [i for i, _ in fused if i not in ranks]
-        if stray:
-            raise ValueError(f"the fusion returned {stray[0]!r}, which neither ranked list holds")
+        fused = self.fuse(lists, weights)
         row = self.index.row_of
         lv = self.levers
         fused = demote(fused, lambda i: self.index.chunks[row[i]].doc, query, lv.demote, lv.demote_factor)[:k]
         return [Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)]
+
+    def fuse(self, lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
+        """The ranked id lists (by retriever name) fused into ``(id, score)`` pairs, best first: RRF, k=60."""
+        return rrf(lists, RRF_K, weights)
 
     def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES) -> list[Hit]:

@@ -1,0 +1,127 @@
+"""The course wraps the book: a learner's function plugged into raglab's pipeline in place of one step.
+
+The book's ``Retriever`` and ``Assistant`` are the textbook stages and know nothing of learners. A notebook
+takes the function ``raglab.course.exercises.stage`` chose (the learner's, or raglab's stand-in until the
+learner's works) and builds one of these instead; each overrides one step and leaves the rest to the book:
+
+- ``LearnerRetriever(index, embedder, bm25_scores=...)``: BM25 scoring (notebook 02);
+- ``LearnerRetriever(index, embedder, reranker, fuse=...)``: the fusion of the dense and BM25 lists (notebook 03);
+- ``LearnerAssistant(retriever, generator, threshold, citation_check=...)``: which cited numbers are forged (notebook 04).
+
+Handed raglab's own function, each gives the book's ranks and answers (tests/course/test_stages.py); handed a
+buggy one, the bug shows in the results, and output that cannot be laid back onto the index is a clear error.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from raglab.base.records import Hit
+from raglab.book.assistant import Assistant
+from raglab.book.bm25 import tokenize, top_k
+from raglab.book.citations import CitationCheck, parse_citations
+from raglab.book.prompt import Source
+from raglab.book.retrieve import Levers, Retriever
+
+
+class LearnerRetriever(Retriever):
+    """A ``Retriever`` whose BM25 scoring, fusion, or both are the learner's functions.
+
+    ``bm25_scores(query_tokens, docs_tokens)`` receives the query's tokens and every chunk's tokens
+    (``raglab.book.bm25.tokenize`` of its indexed text, in index order) and returns one score per chunk, in
+    that order; chunks the user may not read are never ranked, whatever they score.
+
+    ``fuse(lists)`` receives the ranked chunk ids by retriever name, best first (``{"dense": [...],
+    "bm25": [...]}``), and returns ``(id, score)`` pairs, best first, of ids from those lists.
+
+    Neither runs with the levers (``Levers()`` only), nor does a learner's fusion take weights.
+
+    >>> fuse = lambda lists: [("b", 2), ("a", 1)]
+    >>> LearnerRetriever(None, None, fuse=fuse).fuse({"dense": ["a", "b"], "bm25": ["b"]})
+    [('b', 2.0), ('a', 1.0)]
+    >>> LearnerRetriever(None, None, levers=Levers(title_weight=1.0), fuse=fuse)
+    Traceback (most recent call last):
+    ValueError: a learner's BM25 or fusion runs without the levers: pass levers=Levers()
+    """
+
+    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(), *,
+                 bm25_scores: Callable[[list[str], list[list[str]]], list] | None = None,
+                 fuse: Callable[[dict[str, list[str]]], list] | None = None):
+        if (bm25_scores or fuse) and (levers.title_weight or levers.demote):
+            raise ValueError("a learner's BM25 or fusion runs without the levers: pass levers=Levers()")
+        super().__init__(index, embedder, reranker, levers)
+        self.learner_bm25, self.learner_fuse = bm25_scores, fuse
+        self._tokens: list[list[str]] | None = None
+
+    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+        """The learner's BM25 scores, top ``k`` of the chunks this user may read (the book's without one)."""
+        if self.learner_bm25 is None:
+            return super().bm25(query, k, user)
+        return self._hits(self._timed("bm25", self._learner_pairs, query, k, user), "bm25")
+
+    def _learner_pairs(self, query: str, k: int, user) -> list[tuple[int, float]]:
+        if self._tokens is None:
+            self._tokens = [tokenize(c.indexed_text) for c in self.index.chunks]
+        scores = np.asarray(self.learner_bm25(tokenize(query), self._tokens), dtype=float)
+        if scores.shape != (len(self._tokens),):
+            raise ValueError(f"the BM25 function returned {scores.shape[0] if scores.ndim else 'no'} scores "
+                             f"for {len(self._tokens)} chunks (one score per chunk, in order)")
+        return top_k(np.where(self.index.allowed(user), scores, -np.inf), k)
+
+    def fuse(self, lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
+        """The learner's fusion of the ranked lists (the book's RRF without one)."""
+        if self.learner_fuse is None:
+            return super().fuse(lists, weights)
+        if weights:
+            raise ValueError("a learner's fusion takes no weights")
+        fused = [(i, float(s)) for i, s in self.learner_fuse(lists)]
+        held = {i for ids in lists.values() for i in ids}
+        stray = [i for i, _ in fused if i not in held]
+        if stray:
+            raise ValueError(f"the fusion returned {stray[0]!r}, which neither ranked list holds")
+        return fused
+
+
+def learner_citations(text: str, sources: list[Source], citation_check: Callable[[str, int], list]) -> CitationCheck:
+    """The verdict on an answer's citations with the learner's check deciding the numbered ones.
+
+    ``citation_check(text, n_sources)`` returns the numbers it finds forged: those are invalid. A number it
+    lets through that names no source is dropped from the valid ones but stays in the text, as a check with
+    that bug would leave it. Citations by chunk id follow the book's rule (``raglab.book.citations``).
+
+    >>> from raglab.book.chunking import Chunk
+    >>> sources = [Source(n, Chunk(f"d#{n}", "d", (), 0, 1, "t", "t", ("public",), "words")) for n in (1, 2)]
+    >>> check = learner_citations("Yes [1]. No [3]. Never [9].", sources, lambda text, n: [9])
+    >>> [s.n for s in check.valid], check.invalid, check.reason
+    ([1], ['9'], 'invalid-citation')
+    """
+    by_n = {str(s.n): s for s in sources}
+    by_id = {s.chunk.id: s for s in sources}
+    forged = {str(n) for n in citation_check(text, len(sources))}
+    valid, invalid = [], []
+    for token in parse_citations(text):
+        source = by_n.get(token) or by_id.get(token)
+        forged_or_unknown = token in forged if token.isdigit() else source is None
+        if forged_or_unknown:
+            invalid.append(token)
+        elif source is not None and source not in valid:
+            valid.append(source)
+    return CitationCheck(valid, invalid)
+
+
+class LearnerAssistant(Assistant):
+    """An ``Assistant`` whose citation check is the learner's; every other argument is the book's.
+
+    ``citation_check(answer, n_sources)`` receives the answer's text and how many sources the model was
+    given (numbered 1 to ``n_sources``) and returns the cited numbers it finds forged (ints or strings):
+    a cited number it returns is an invalid citation, and the answer is refused (``learner_citations``).
+    """
+
+    def __init__(self, *args, citation_check: Callable[[str, int], list], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.citation_check = citation_check
+
+    def check(self, text: str, sources: list[Source]) -> CitationCheck:
+        """The learner's verdict on an answer's citations."""
+        return learner_citations(text, sources, self.citation_check)
