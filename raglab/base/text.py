@@ -110,10 +110,9 @@ def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
     return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
 
 
-# Invisible format characters: Unicode category Cf (zero-width space and joiners, word joiner, BOM,
-# bidi controls, soft hyphen, tag characters), less the visible prepended concatenation marks
-# (U+0600..U+0605 and kin), plus the variation selectors, the combining grapheme joiner and the
-# Hangul fillers, which also render as nothing.
+# The one rule for invisible characters (``remove_invisible``): Unicode's format characters (Cf) less
+# the visible prepended concatenation marks, plus the variation selectors, the combining grapheme joiner
+# and the Hangul fillers (the unassigned code points inside these ranges go too).
 _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
     "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
@@ -121,10 +120,22 @@ _INVISIBLE = re.compile(
 
 
 def remove_invisible(text: str) -> str:
-    """Drop zero-width and other invisible format characters.
+    """Drop the characters a reader never sees: the one rule for invisible characters, used when a
+    corpus is loaded (``raglab.base.corpus_files.remove_hidden``) and when the injection rule reads a
+    sentence (``raglab.guards.injection.normalize``).
 
-    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff")
-    'password ok'
+    Dropped: every Unicode format character (category Cf: zero-width space, non-joiner and joiner,
+    word joiner, BOM, soft hyphen, bidi controls, tag characters, ...) except the prepended
+    concatenation marks, which render as visible signs (U+0600..U+0605 ARABIC NUMBER SIGN and kin,
+    U+06DD, U+070F, U+0890, U+0891, U+08E2, U+110BD, U+110CD); and, though not Cf, the variation
+    selectors (U+FE00..U+FE0F, as in the emoji presentation selector U+FE0F, and U+E0100..U+E01EF),
+    the Mongolian free variation selectors, the combining grapheme joiner (U+034F) and the Hangul
+    fillers (U+115F, U+1160, U+3164, U+FFA0), which also render as nothing. Nothing else is touched.
+
+    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff so\\u00adft \\u2764\\ufe0f \\u3164x")
+    'password ok soft \u2764 x'
+    >>> remove_invisible("\\u0600 123") == "\\u0600 123"     # ARABIC NUMBER SIGN: visible, kept
+    True
     """
     return _INVISIBLE.sub("", text)
 

@@ -24,7 +24,7 @@ import html
 import re
 import unicodedata
 
-from raglab.base.text import sentence_spans
+from raglab.base.text import remove_invisible, sentence_spans
 from raglab.guards.scripts import foreign_script
 
 
@@ -226,12 +226,13 @@ _LOOKALIKE = str.maketrans("аеорсухіјѕԁк" "οαει\u03baνρτυχ"
 
 
 def _visible(text: str) -> str:
-    """The text without invisible format characters (zero-width, soft hyphen), then with HTML entities decoded."""
-    return html.unescape("".join(ch for ch in text if unicodedata.category(ch) != "Cf"))
+    """The text without invisible characters (``remove_invisible``, the rule the corpus is loaded with),
+    then with HTML entities decoded."""
+    return html.unescape(remove_invisible(text))
 
 
 def normalize(text: str) -> str:
-    r"""A sentence as the injection rule reads it: invisible characters (zero-width, soft hyphen) and
+    r"""A sentence as the injection rule reads it: invisible characters (``remove_invisible``) and
     accents dropped, compatibility forms folded, HTML tags and comment marks removed, lower case.
 
     >>> normalize("Ig\u200bnore <b>ALL</b> <!-- Précédentes -->")
