@@ -1,6 +1,7 @@
 """Text helpers shared by loading, chunking, reranking, generation and the guards: paragraphs, sentence
 ends, sentences and the cleaning of reST underline rules (offsets into the original text are always
-kept), the one rule for invisible characters, and the "did you mean" hint of an error message."""
+kept), the one rule for invisible characters, the one pattern for a contact point, and the "did you
+mean" hint of an error message."""
 from __future__ import annotations
 
 import difflib
@@ -138,6 +139,25 @@ def remove_invisible(text: str) -> str:
     True
     """
     return _INVISIBLE.sub("", text)
+
+
+# The one pattern for a contact point (``contact_spans``; a string, so that the injection rule can hold it in
+# its own patterns): an e-mail address, a URL, or a number of seven digits or more (phone, card or account),
+# spaces, dots, dashes and brackets between its digits allowed, a bare ISO date (2024-01-15) excluded.
+CONTACT = (r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+"
+           r"|(?<!\d)(?!\d{4}-\d{2}-\d{2}(?![ ().-]*\d))\+?\d(?:[ ().-]*\d){6,}")
+_CONTACT = re.compile(CONTACT)
+
+
+def contact_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each contact point in a text (``CONTACT``): e-mail addresses, URLs, and numbers
+    of seven digits or more; trailing punctuation is the caller's to trim.
+
+    >>> [t[a:b] for t in ["Call 555 0100 or +1 (888) 555-0199, not 555-010; mail a@b.example by 2024-01-15."]
+    ...  for a, b in contact_spans(t)]
+    ['555 0100', '+1 (888) 555-0199', 'a@b.example']
+    """
+    return [m.span() for m in _CONTACT.finditer(text)]
 
 
 def did_you_mean(word: str, choices: tuple[str, ...]) -> str:
