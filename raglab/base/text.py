@@ -1,6 +1,7 @@
 """Text helpers shared by loading, chunking, reranking, generation and the guards: paragraphs, sentence
 ends, sentences and the cleaning of reST underline rules (offsets into the original text are always
-kept), the one rule for invisible characters, and the "did you mean" hint of an error message."""
+kept), the one rule for invisible characters, the one pattern for a contact point, and the "did you
+mean" hint of an error message."""
 from __future__ import annotations
 
 import difflib
@@ -110,10 +111,9 @@ def sentences(text: str, limit: int = MAX_SENTENCES) -> list[str]:
     return [s for s in (clean(text[a:b]) for a, b in sentence_spans(text)) if s][:limit]
 
 
-# Invisible format characters: Unicode category Cf (zero-width space and joiners, word joiner, BOM,
-# bidi controls, soft hyphen, tag characters), less the visible prepended concatenation marks
-# (U+0600..U+0605 and kin), plus the variation selectors, the combining grapheme joiner and the
-# Hangul fillers, which also render as nothing.
+# The one rule for invisible characters (``remove_invisible``): Unicode's format characters (Cf) less
+# the visible prepended concatenation marks, plus the variation selectors, the combining grapheme joiner
+# and the Hangul fillers (the unassigned code points inside these ranges go too).
 _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
     "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3"
@@ -121,12 +121,43 @@ _INVISIBLE = re.compile(
 
 
 def remove_invisible(text: str) -> str:
-    """Drop zero-width and other invisible format characters.
+    """Drop the characters a reader never sees: the one rule for invisible characters, used when a
+    corpus is loaded (``raglab.base.corpus_files.remove_hidden``) and when the injection rule reads a
+    sentence (``raglab.guards.injection.normalize``).
 
-    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff")
-    'password ok'
+    Dropped: every Unicode format character (category Cf: zero-width space, non-joiner and joiner,
+    word joiner, BOM, soft hyphen, bidi controls, tag characters, ...) except the prepended
+    concatenation marks, which render as visible signs (U+0600..U+0605 ARABIC NUMBER SIGN and kin,
+    U+06DD, U+070F, U+0890, U+0891, U+08E2, U+110BD, U+110CD); and, though not Cf, the variation
+    selectors (U+FE00..U+FE0F, as in the emoji presentation selector U+FE0F, and U+E0100..U+E01EF),
+    the Mongolian free variation selectors, the combining grapheme joiner (U+034F) and the Hangul
+    fillers (U+115F, U+1160, U+3164, U+FFA0), which also render as nothing. Nothing else is touched.
+
+    >>> remove_invisible("pass\\u200bword \\u2060ok\\ufeff so\\u00adft \\u2764\\ufe0f \\u3164x")
+    'password ok soft \u2764 x'
+    >>> remove_invisible("\\u0600 123") == "\\u0600 123"     # ARABIC NUMBER SIGN: visible, kept
+    True
     """
     return _INVISIBLE.sub("", text)
+
+
+# The one pattern for a contact point (``contact_spans``; a string, so that the injection rule can hold it in
+# its own patterns): an e-mail address, a URL, or a number of seven digits or more (phone, card or account),
+# spaces, dots, dashes and brackets between its digits allowed, a bare ISO date (2024-01-15) excluded.
+CONTACT = (r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+"
+           r"|(?<!\d)(?!\d{4}-\d{2}-\d{2}(?![ ().-]*\d))\+?\d(?:[ ().-]*\d){6,}")
+_CONTACT = re.compile(CONTACT)
+
+
+def contact_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each contact point in a text (``CONTACT``): e-mail addresses, URLs, and numbers
+    of seven digits or more; trailing punctuation is the caller's to trim.
+
+    >>> [t[a:b] for t in ["Call 555 0100 or +1 (888) 555-0199, not 555-010; mail a@b.example by 2024-01-15."]
+    ...  for a, b in contact_spans(t)]
+    ['555 0100', '+1 (888) 555-0199', 'a@b.example']
+    """
+    return [m.span() for m in _CONTACT.finditer(text)]
 
 
 def did_you_mean(word: str, choices: tuple[str, ...]) -> str:

@@ -5,34 +5,25 @@ in an answer is kept only when an unflagged sentence of a source the answer cite
 """
 from __future__ import annotations
 
-import re
-
+from raglab.base.text import contact_spans
 from raglab.book.prompt import Source
 from raglab.guards.injection import visible_text
 
 
-_CONTACT = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://[^\s<>()\[\]]+|\bwww\.[^\s<>()\[\]]+"
-                      r"|\+?\d[\d ().-]{5,}\d")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 CONTACT_OMITTED = "(contact omitted)"   # no brackets: never read as a citation
 CONTACT_NOTE = ("(A contact detail was left out of this answer: it does not come from a source sentence that "
                 "answers the question and that nothing flagged.)")
 
 
 def contact_points(text: str) -> list[str]:
-    """E-mail addresses, URLs and phone, card or account numbers (seven digits or more) in a text.
+    """E-mail addresses, URLs and phone, card or account numbers (seven digits or more) in a text: the one
+    contact pattern (``raglab.base.text.CONTACT``, which the injection rule's ``credentials`` also holds),
+    trailing punctuation trimmed.
 
     >>> contact_points("Mail help@x.example or call +1 (888) 555-0199; see https://x.example/a. Order 12, 2024-01-15.")
     ['help@x.example', '+1 (888) 555-0199', 'https://x.example/a']
     """
-    out = []
-    for m in _CONTACT.finditer(text):
-        point = m.group().rstrip(".,;:!?'\")")
-        if point[0].isdigit() or point[0] == "+":
-            if sum(ch.isdigit() for ch in point) < 7 or _DATE.fullmatch(point.strip()):
-                continue
-        out.append(point)
-    return out
+    return [text[a:b].rstrip(".,;:!?'\")") for a, b in contact_spans(text)]
 
 
 def contact_key(point: str) -> str:

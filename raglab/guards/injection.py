@@ -24,7 +24,7 @@ import html
 import re
 import unicodedata
 
-from raglab.base.text import sentence_spans
+from raglab.base.text import CONTACT, remove_invisible, sentence_spans
 from raglab.guards.scripts import foreign_script
 
 
@@ -55,7 +55,7 @@ _SECRET = (r"(?:passwords?|passcodes?|passphrases?|pins?|pin codes?|(?:one-time|
            r"|social security numbers?|ssns?)")
 _SEND = (r"(?:send|sends|sending|e-?mail|e-?mailing|mail|text|forward|share|sharing|provide|providing|give|submit|post"
          r"|reply(?:ing)? with|respond(?:ing)? with|dictate|confirm|confirming|verify|upload|paste|disclose)")
-_CONTACT = r"(?:[\w.+-]+@[\w-]+\.[\w.-]+|https?://\S+|www\.\S+|\+?\d[\d ().-]{6,}\d)"
+_CONTACT = rf"(?:{CONTACT})"      # the one contact pattern (raglab.base.text), as ``raglab.guards.contacts`` finds them
 _DESTINATION = (rf"(?:\b(?:to|at|via|through|on|in)\b[^.;]{{0,30}}?{_CONTACT}|\bby (?:e-?mail|reply|text|sms|phone|message)\b"
                 r"|\bin (?:a |your )?(?:reply|message|e-?mail|dm)\b)")
 # a reader that makes output from the page (an answer engine, a summarizer, "tools that answer", "whoever explains
@@ -226,12 +226,13 @@ _LOOKALIKE = str.maketrans("аеорсухіјѕԁк" "οαει\u03baνρτυχ"
 
 
 def _visible(text: str) -> str:
-    """The text without invisible format characters (zero-width, soft hyphen), then with HTML entities decoded."""
-    return html.unescape("".join(ch for ch in text if unicodedata.category(ch) != "Cf"))
+    """The text without invisible characters (``remove_invisible``, the rule the corpus is loaded with),
+    then with HTML entities decoded."""
+    return html.unescape(remove_invisible(text))
 
 
 def normalize(text: str) -> str:
-    r"""A sentence as the injection rule reads it: invisible characters (zero-width, soft hyphen) and
+    r"""A sentence as the injection rule reads it: invisible characters (``remove_invisible``) and
     accents dropped, compatibility forms folded, HTML tags and comment marks removed, lower case.
 
     >>> normalize("Ig\u200bnore <b>ALL</b> <!-- Précédentes -->")

@@ -72,6 +72,12 @@ def unrelated_questions(doc_ids: set[str] = frozenset()) -> list[str]:
 def label_free_threshold(answered: list[float], unrelated: list[float]) -> float:
     """``max(P5(answered), P95(unrelated))``, rounded to four decimals.
 
+    Not the labelled rule: ``raglab.book.refusal.choose_threshold`` (Youden's J on a golden set's dev
+    questions, answerable against unanswerable, as ``raglab tune`` and the bundled corpora's thresholds
+    use) needs questions someone labelled. This one reads two unlabelled distributions, the folder's own
+    sentences asked as questions and the bundled sets' questions, and takes percentiles of each, not a
+    cut that separates them best; a student's golden set replaces it (``raglab tune --golden FILE --save``).
+
     >>> label_free_threshold([0.3, 0.5, 0.6, 0.7] * 5, [0.1, 0.2] * 10)
     0.3
     >>> label_free_threshold([0.3, 0.5, 0.6, 0.7] * 5, [0.1, 0.45] * 10)
