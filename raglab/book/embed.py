@@ -44,9 +44,9 @@ def exact_search(query: np.ndarray, vectors: np.ndarray, k: int) -> list[tuple[i
     """The ``k`` rows of ``vectors`` nearest ``query`` (all unit vectors): ``(row, cosine)`` pairs, best
     first, ties by row. Brute force: every row is scored.
 
-    >>> exact_search(np.array([0.6, 0.8]), np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]]), 2)
+    >>> [(row, round(cos, 6)) for row, cos in exact_search(np.array([0.6, 0.8]), np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]]), 2)]
     [(2, 1.0), (1, 0.8)]
     """
     scores = vectors @ query
     order = np.lexsort((np.arange(len(scores)), -scores))[:k]
-    return [(int(i), round(float(scores[i]), 6)) for i in order]
+    return [(int(i), float(scores[i])) for i in order]

@@ -18,6 +18,8 @@ import threading
 import unicodedata
 from collections import OrderedDict
 
+from raglab.book.chunking import code_hash
+
 PUBLIC = "public"
 _SPACES = re.compile(r"\s+")
 
@@ -72,7 +74,9 @@ class AnswerCache:
                  "guard": None if assistant.guard is None else type(assistant.guard.detector).__name__,
                  "levers": repr(assistant.retriever.levers),
                  "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
-                 "generator": settings_of(assistant.generator)}
+                 "generator": settings_of(assistant.generator),
+                 # a course LearnerAssistant judges citations with the learner's function: its code changes answers
+                 "citation_check": code_hash(assistant.citation_check) if hasattr(assistant, "citation_check") else None}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
     def _see(self, version: str) -> None:

@@ -76,6 +76,25 @@ def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
         assert cache.key(other, "How do I reset my password?", None) != key
 
 
+def test_a_learners_citation_check_is_in_the_key(assistant):
+    """Two learners' checks judge the same answer differently: neither is served the other's cached answer."""
+    from raglab.course.stages import LearnerAssistant
+
+    def lenient(answer, n_sources):
+        return []
+
+    def strict(answer, n_sources):
+        return ["1"]
+
+    def learner(check):
+        a = LearnerAssistant(assistant.retriever, assistant.generator, threshold=assistant.threshold,
+                             guard=assistant.guard, citation_check=check)
+        return assistant.answer_cache.key(a, "How do I reset my password?", None)
+
+    book = assistant.answer_cache.key(assistant, "How do I reset my password?", None)
+    assert len({book, learner(lenient), learner(strict)}) == 3
+
+
 def test_a_reindex_empties_it_and_it_holds_at_most_its_size():
     cache = AnswerCache(2)
     for k in "abc":

@@ -15,7 +15,8 @@ from raglab.book.llm import Generation, GeneratorUnavailable, OpenAIGenerator
 from raglab.surfaces.web.app import create_app
 from raglab.surfaces.web.auth import load_tokens
 from raglab.surfaces.web.limits import BodyLimit
-from raglab.surfaces.web.markdown import markdown_answer, markdown_html
+from raglab.base.markdown import markdown_html
+from raglab.surfaces.web.markdown import markdown_answer
 from raglab.surfaces.web.worker import deadline_setting, queue_size_setting
 from raglab.surfaces.cli import main
 from raglab.surfaces.fakemodel import FakeModel

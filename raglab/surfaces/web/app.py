@@ -40,7 +40,8 @@ from raglab.guards.widening import whole_sentences
 from raglab.surfaces import guard
 from raglab.surfaces.web.auth import ApiError, Caller, caller_groups, load_tokens, parse_tokens
 from raglab.surfaces.web.limits import DEFAULT_MAX_BODY, MAX_QUESTION, BodyLimit, NoStore
-from raglab.surfaces.web.markdown import is_markdown, markdown_answer, markdown_html, markdown_text
+from raglab.base.markdown import is_markdown, markdown_html, markdown_text
+from raglab.surfaces.web.markdown import markdown_answer
 from raglab.surfaces.web.page import PAGE, PAGE_HEADERS
 from raglab.surfaces.web.worker import QueueFull, Worker, deadline_setting, queue_size_setting
 

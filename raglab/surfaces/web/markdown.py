@@ -12,9 +12,7 @@ other surfaces; this module decides when the page gets it.
 from __future__ import annotations
 
 from raglab.base.cited import render_cited
-from raglab.base.markdown import MARKDOWN_SUFFIX, is_markdown, markdown_html, markdown_text
-
-__all__ = ["MARKDOWN_SUFFIX", "is_markdown", "markdown_answer", "markdown_html", "markdown_text"]
+from raglab.base.markdown import is_markdown
 
 
 def markdown_answer(answer: str, citations, refused: bool = False) -> str | None:
