@@ -7,7 +7,7 @@ changes between rows. Each row has:
 
 - quality: evidence recall@5 and hit@5 (some evidence in the top 5) and MRR@10, each with a 95%
   bootstrap interval, and recall@5's paired difference from the default chunking with the same
-  retriever (``vs_default``: difference, paired interval, p-value);
+  retriever (``vs_default``: difference and paired 95% interval, which decides; a p-value for information);
 - cost: chunks, mean and p95 tokens a chunk (the model's word pieces, [CLS] and [SEP] included), the
   share over the model's 256 tokens (what it truncates), the index's build time (recorded when it was
   built, with the embedding cache's misses beside it: a warm cache builds fast) and size on disk, and

@@ -300,7 +300,7 @@ def recommend(result: dict) -> str:
         f"{loc['answerable_refused']['value']:.0%} of answerable questions refused"
         + (f" (most often {top[0]}: {top[1]} of {n})" if top else "")
         + f"; extractive {_fmt_ci(ext['answer_correct'])}; local minus extractive {paired['diff']:+.2f} "
-        f"[{paired['ci_low']:+.2f}, {paired['ci_high']:+.2f}], p = {paired['p_value']:.4f}.",
+        f"[{paired['ci_low']:+.2f}, {paired['ci_high']:+.2f}].",
     ]
     if paired["significant"] and paired["diff"] < 0:
         refused = loc["answerable_refused"]["value"]

@@ -81,7 +81,7 @@ def _verdict(name: str, n: int, k: int, base: dict, rew: dict, paired: dict, bet
     values = f"at {base['value']:.3f}" if diff == 0 else f"from {base['value']:.3f} to {rew['value']:.3f}"
     return (f"rewriting with {name} {move} evidence recall@{k} on the {n} multi-passage questions {values} "
             f"(better on {better}, worse on {worse}; paired difference {diff:+.3f} "
-            f"[{paired['ci_low']:+.3f}, {paired['ci_high']:+.3f}], p = {paired['p_value']:.3f}): {verdict}")
+            f"[{paired['ci_low']:+.3f}, {paired['ci_high']:+.3f}]): {verdict}")
 
 
 def run_rewrite_experiment(corpus: str = "python-docs", profile: str | None = None, rewriter=None,

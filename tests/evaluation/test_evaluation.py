@@ -177,7 +177,20 @@ def test_paired_test_separates_a_real_gain_from_noise():
     a = rng.random(40)
     assert paired_test(a, a + 0.2)["significant"]
     noise = paired_test(a, a + rng.normal(0, 0.05, 40))
-    assert not noise["significant"] and noise["p_value"] > 0.05
+    assert not noise["significant"] and noise["ci_low"] <= 0 <= noise["ci_high"]
+
+
+def test_significant_is_the_interval_rule_alone():
+    """One decision rule: significant exactly when the paired 95% bootstrap interval excludes 0, whatever
+    the p-value says."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(4, 30))
+        a, b = rng.random(n), rng.random(n) + rng.normal(0.1, 0.2)
+        t = paired_test(a, b, reps=2000, seed=int(rng.integers(1000)))
+        assert t["significant"] == (t["ci_low"] > 0 or t["ci_high"] < 0)
+    touches = paired_test([0] * 6, [1, 0, 0, 0, 0, 0.5])       # interval [0.000, 0.583]: touching 0 is not excluding it
+    assert touches["ci_low"] == 0 and not touches["significant"]
 
 
 @pytest.mark.parametrize("name,corpus", [("python_docs_golden.jsonl", "python_docs"), ("helpcenter_golden.jsonl", "helpcenter")])
