@@ -26,10 +26,11 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunkers, chunking, citations, fusion
+from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal
 from raglab.infra import index, model_chunkers, tokenizer
 from raglab.course import artifacts
-from raglab.evaluation import bakeoff, metrics
+from raglab.evaluation import bakeoff, metrics, scoreboard, statistics
+from raglab.infra.stores.pgvector_store import PgVectorStore
 from raglab.experiments import packing, pricing
 
 NOT_DONE = (NotImplementedError, NameError)
@@ -75,15 +76,25 @@ STAGES = {
     "chunker": ("01", "the word-window chunker", (chunkers.word_spans, chunking.chunk_document, chunking.chunk_corpus)),
     "chunk size": ("01", "the window size", ()),
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
+    "dense search": ("02", "dense search over unit vectors", (embed.exact_search, embed.normalize)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
     "citation check": ("04", "the citation check", (citations.check_citations, citations.parse_citations)),
+    "prompt": ("04", "the prompt with numbered sources", (prompt.build_messages, prompt.render_sources)),
+    "answer or refuse": ("04", "the two refusals", (citations.check_citations, citations.parse_citations,
+                                                    refusal.is_refusal)),
     "access rule": ("05", "the access rule", (index.access_mask, packing._allowed)),
+    "filtered query": ("05", "the access filter inside the vector query", (PgVectorStore.search, PgVectorStore._sql,
+                                                                           PgVectorStore._run)),
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
+    "evaluation loop": ("06", "the evaluation loop", (scoreboard.evaluate, scoreboard.per_question, metrics.evidence_recall,
+                                                       metrics.first_relevant_rr)),
+    "decision rule": ("06", "the paired bootstrap interval", (statistics.paired_test, statistics.bootstrap_ci)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
     "own chunker": ("07", "your chunker in the chunking race", (tokenizer.model_windows, model_chunkers.token_spans,
                                                                   model_chunkers.recursive_spans)),
     "answer cost": ("08", "the cost of an answer", (pricing.answer_cost,)),
+    "ask endpoint": ("08", "the POST /ask endpoint", ()),
 }
 YOURS, FALLBACK, COPY = "yours", "raglab", "copy"
 
