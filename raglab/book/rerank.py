@@ -40,6 +40,15 @@ def _reorder(hits: list[Hit], scores) -> list[Hit]:
             for n, i in enumerate(order, 1)]
 
 
+def rerank_by_best_sentence(question_vector, candidates) -> list[tuple[str, float]]:
+    """``(chunk id, its sentences' vectors)`` pairs in fused order, scored by the best sentence's cosine with the question
+    (unit vectors taken here), best first, ties in fused order: ``SentenceMaxReranker``'s order with ``alpha=1``."""
+    q = np.asarray(question_vector, dtype=float) / np.linalg.norm(question_vector)
+    best = [float((v / np.linalg.norm(v, axis=1, keepdims=True) @ q).max())
+            for v in (np.asarray(vectors, dtype=float) for _, vectors in candidates)]
+    return [(candidates[i][0], best[i]) for i in sorted(range(len(candidates)), key=lambda i: (-best[i], i))]
+
+
 class SentenceMaxReranker:
     """Best-sentence cosine (MiniLM bi-encoder) blended with the normalized fused score."""
 

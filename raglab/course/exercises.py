@@ -26,7 +26,7 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal
+from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal, rerank
 from raglab.infra import index, model_chunkers, tokenizer
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics, scoreboard, statistics
@@ -78,6 +78,7 @@ STAGES = {
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
     "dense search": ("02", "dense search over unit vectors", (embed.exact_search, embed.normalize)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
+    "reranker": ("03", "the best-sentence reranker", (rerank.rerank_by_best_sentence, rerank.SentenceMaxReranker.rerank)),
     "citation check": ("04", "the citation check", (citations.check_citations, citations.parse_citations)),
     "prompt": ("04", "the prompt with numbered sources", (prompt.build_messages, prompt.render_sources)),
     "answer or refuse": ("04", "the two refusals", (citations.check_citations, citations.parse_citations,

@@ -99,7 +99,7 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
     for stem, answer, selfcheck in _write_it_exercises():
         for call in re.finditer(r"own_work\(\s*(\w+),\s*(.*?),\s*probe=", selfcheck, re.S):
             named[call.group(1)] = {part.strip().rsplit(".", 1)[-1] for part in call.group(2).split(",")}
-    stages = {"chunk_words": "chunker", "bm25_scores": "bm25", "my_rrf": "fusion", "invalid_citations": "citation check",
+    stages = {"chunk_words": "chunker", "bm25_scores": "bm25", "my_rrf": "fusion", "rerank_by_best_sentence": "reranker", "invalid_citations": "citation check",
               "visible_rows": "access rule", "visible_search": "filtered query",
               "recall_at_k": "recall", "mrr_at_k": "mrr", "pick_winner": "winner rule",
               "cost_per_answer": "answer cost", "my_chunker": "own chunker",
