@@ -104,7 +104,8 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
               "recall_at_k": "recall", "mrr_at_k": "mrr", "pick_winner": "winner rule",
               "cost_per_answer": "answer cost", "my_chunker": "own chunker",
               "dense_search": "dense search", "evaluate_retrieval": "evaluation loop",
-              "paired_bootstrap": "decision rule"}
+              "paired_bootstrap": "decision rule",
+              "split_sections": "sections"}
     assert set(named) == set(stages)
     for fn, stage in stages.items():
         assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
