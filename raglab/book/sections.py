@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from raglab.base.text import clean, paragraphs, sentence_ends
 from raglab.book.chunkers import word_spans
@@ -25,9 +25,9 @@ def slugify(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
 
 
-@dataclass(frozen=True)
-class Section:
-    """A heading's span: from its heading line to the next heading at any level."""
+class Section(NamedTuple):
+    """A heading's span: from its heading line to the next heading at any level (a tuple: it equals
+    ``(path, start, end)``)."""
 
     path: tuple[str, ...]
     start: int
@@ -71,25 +71,27 @@ def find_headings(text: str) -> list[tuple[int, tuple, str]]:
     return found
 
 
-def split_sections(text: str, title: str) -> list[Section]:
+def split_sections(text: str, title: str | None = None) -> list[Section]:
     """The document's sections in order, each with its heading path (title first).
 
     Underline styles get levels in order of first appearance, as reST does; ``#`` counts.
-    Text before the first heading is a section of its own with path ``(title,)``.
+    Text before the first heading is a section of its own with path ``(title,)``. Without a
+    title the paths are the headings alone, and text before the first heading has path ``()``.
     """
     headings = find_headings(text)
     levels: dict[tuple, int] = {}
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     if not headings or headings[0][0] > 0 and text[: headings[0][0]].strip():
-        sections.append(Section((title,), 0, headings[0][0] if headings else len(text)))
+        top = (title,) if title is not None else ()
+        sections.append(Section(top, 0, headings[0][0] if headings else len(text)))
     for n, (offset, style, name) in enumerate(headings):
         level = style[1] if style[0] == "#" else levels.setdefault(style, len(levels) + 1)
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, name))
         path = tuple(t for _, t in stack)
-        if path[0] != title:
+        if title is not None and path[0] != title:
             path = (title,) + path
         end = headings[n + 1][0] if n + 1 < len(headings) else len(text)
         sections.append(Section(path, offset, end))

@@ -26,7 +26,7 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal, rerank
+from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal, rerank, sections
 from raglab.infra import index, model_chunkers, tokenizer
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics, scoreboard, statistics
@@ -75,6 +75,7 @@ def check(title: str, test: Callable[[], tuple[bool, str]]) -> None:
 STAGES = {
     "chunker": ("01", "the word-window chunker", (chunkers.word_spans, chunking.chunk_document, chunking.chunk_corpus)),
     "chunk size": ("01", "the window size", ()),
+    "sections": ("01", "the heading-aware section splitter", (sections.split_sections, sections.find_headings)),
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
     "dense search": ("02", "dense search over unit vectors", (embed.exact_search, embed.normalize)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),

@@ -99,12 +99,12 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
     for stem, answer, selfcheck in _write_it_exercises():
         for call in re.finditer(r"own_work\(\s*(\w+),\s*(.*?),\s*probe=", selfcheck, re.S):
             named[call.group(1)] = {part.strip().rsplit(".", 1)[-1] for part in call.group(2).split(",")}
-    stages = {"chunk_words": "chunker", "bm25_scores": "bm25", "dense_search": "dense search", "my_rrf": "fusion",
-              "rerank_by_best_sentence": "reranker", "invalid_citations": "citation check", "my_messages": "prompt",
-              "answer_or_refuse": "answer or refuse", "visible_rows": "access rule", "visible_search": "filtered query",
-              "recall_at_k": "recall", "mrr_at_k": "mrr", "evaluate_retrieval": "evaluation loop",
-              "paired_bootstrap": "decision rule", "pick_winner": "winner rule", "my_chunker": "own chunker",
-              "cost_per_answer": "answer cost"}
+    stages = {"chunk_words": "chunker", "split_sections": "sections", "bm25_scores": "bm25", "dense_search": "dense search",
+              "my_rrf": "fusion", "rerank_by_best_sentence": "reranker", "invalid_citations": "citation check",
+              "my_messages": "prompt", "answer_or_refuse": "answer or refuse", "visible_rows": "access rule",
+              "visible_search": "filtered query", "recall_at_k": "recall", "mrr_at_k": "mrr",
+              "evaluate_retrieval": "evaluation loop", "paired_bootstrap": "decision rule", "pick_winner": "winner rule",
+              "my_chunker": "own chunker", "cost_per_answer": "answer cost"}
     assert set(named) == set(stages)
     for fn, stage in stages.items():
         assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
