@@ -26,8 +26,7 @@ def slugify(title: str) -> str:
 
 
 class Section(NamedTuple):
-    """A heading's span: from its heading line to the next heading at any level (a tuple: it equals
-    ``(path, start, end)``)."""
+    """A heading's span, from its heading line to the next heading at any level: ``(path, start, end)``."""
 
     path: tuple[str, ...]
     start: int
@@ -75,16 +74,14 @@ def split_sections(text: str, title: str | None = None) -> list[Section]:
     """The document's sections in order, each with its heading path (title first).
 
     Underline styles get levels in order of first appearance, as reST does; ``#`` counts.
-    Text before the first heading is a section of its own with path ``(title,)``. Without a
-    title the paths are the headings alone, and text before the first heading has path ``()``.
+    Text before the first heading is a section of its own, path ``(title,)`` (``()`` without a title).
     """
     headings = find_headings(text)
     levels: dict[tuple, int] = {}
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     if not headings or headings[0][0] > 0 and text[: headings[0][0]].strip():
-        top = (title,) if title is not None else ()
-        sections.append(Section(top, 0, headings[0][0] if headings else len(text)))
+        sections.append(Section((title,) if title is not None else (), 0, headings[0][0] if headings else len(text)))
     for n, (offset, style, name) in enumerate(headings):
         level = style[1] if style[0] == "#" else levels.setdefault(style, len(levels) + 1)
         while stack and stack[-1][0] >= level:
