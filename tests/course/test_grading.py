@@ -101,7 +101,8 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
             named[call.group(1)] = {part.strip().rsplit(".", 1)[-1] for part in call.group(2).split(",")}
     stages = {"chunk_words": "chunker", "bm25_scores": "bm25", "my_rrf": "fusion", "invalid_citations": "citation check",
               "visible_rows": "access rule", "recall_at_k": "recall", "mrr_at_k": "mrr", "pick_winner": "winner rule",
-              "cost_per_answer": "answer cost", "my_chunker": "own chunker"}
+              "cost_per_answer": "answer cost", "my_chunker": "own chunker",
+              "make_ask_app": "ask endpoint"}
     assert set(named) == set(stages)
     for fn, stage in stages.items():
         assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
