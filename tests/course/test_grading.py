@@ -104,7 +104,7 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
               "my_messages": "prompt", "answer_or_refuse": "answer or refuse", "visible_rows": "access rule",
               "visible_search": "filtered query", "recall_at_k": "recall", "mrr_at_k": "mrr",
               "evaluate_retrieval": "evaluation loop", "paired_bootstrap": "decision rule", "pick_winner": "winner rule",
-              "my_chunker": "own chunker", "cost_per_answer": "answer cost"}
+              "my_chunker": "own chunker", "cost_per_answer": "answer cost", "make_ask_app": "ask endpoint"}
     assert set(named) == set(stages)
     for fn, stage in stages.items():
         assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
