@@ -95,6 +95,8 @@ def test_the_seam_uses_the_students_function_raglabs_while_it_is_blank_and_recor
 
 def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
     """The seam's copy check and the autograder's hidden own-work test guard the same raglab functions."""
+    import raglab.surfaces.web.app  # noqa: F401  (the endpoint's stage names the web app's functions: loaded, they count)
+
     named = {}
     for stem, answer, selfcheck in _write_it_exercises():
         for call in re.finditer(r"own_work\(\s*(\w+),\s*(.*?),\s*probe=", selfcheck, re.S):
