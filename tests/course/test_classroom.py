@@ -21,7 +21,7 @@ from raglab.experiments.recorded import recorded, recording
 M1 = "01_ingest_and_chunking"
 DROPS_TAIL = """def chunk_words(words, size=150, overlap=30):
     return [words[i:i + size] for i in range(0, max(len(words) - size, 1), size - overlap)]"""
-EXPECTED = {"ada": ("4.0", "1", "2"), "ben": ("2.0", "1", "1"), "bo": ("0.0", "0", "0")}   # points, ran, rubric passed
+EXPECTED = {"ada": ("6.0", "1", "2"), "ben": ("4.0", "1", "1"), "bo": ("0.0", "0", "0")}   # points (of 6), ran, rubric passed
 
 
 def _make_class(base: Path) -> Path:
