@@ -26,7 +26,7 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunkers, chunking, citations, embed, fusion, prompt, refusal, rerank, sections
+from raglab.book import bm25, chunkers, chunking, citations, documents, embed, fusion, prompt, refusal, rerank, sections
 from raglab.infra import index, model_chunkers, tokenizer
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics, scoreboard, statistics
@@ -87,6 +87,7 @@ STAGES = {
     "access rule": ("05", "the access rule", (index.access_mask, packing._allowed)),
     "filtered query": ("05", "the access filter inside the vector query", (PgVectorStore.search, PgVectorStore._sql,
                                                                            PgVectorStore._run)),
+    "reindex plan": ("05", "the re-index plan", (index.document_changes, documents.Document)),
     "recall": ("06", "recall@k", (metrics.recall, metrics.evidence_recall)),
     "mrr": ("06", "MRR@k", (metrics.reciprocal_rank, metrics.first_relevant_rr)),
     "evaluation loop": ("06", "the evaluation loop", (scoreboard.evaluate, scoreboard.per_question, metrics.evidence_recall,

@@ -104,7 +104,7 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
     stages = {"chunk_words": "chunker", "split_sections": "sections", "bm25_scores": "bm25", "dense_search": "dense search",
               "my_rrf": "fusion", "rerank_by_best_sentence": "reranker", "invalid_citations": "citation check",
               "my_messages": "prompt", "answer_or_refuse": "answer or refuse", "visible_rows": "access rule",
-              "visible_search": "filtered query", "recall_at_k": "recall", "mrr_at_k": "mrr",
+              "visible_search": "filtered query", "plan_reindex": "reindex plan", "recall_at_k": "recall", "mrr_at_k": "mrr",
               "evaluate_retrieval": "evaluation loop", "paired_bootstrap": "decision rule", "pick_winner": "winner rule",
               "my_chunker": "own chunker", "cost_per_answer": "answer cost", "make_ask_app": "ask endpoint"}
     assert set(named) == set(stages)
