@@ -3,7 +3,8 @@
 The report follows the course's template (use case, corpus, system, evaluation set, results,
 failure analysis, risks and next steps) plus the stretch experiments. Every number in it is read
 from ``results.json`` in the artifacts folder, which the notebooks wrote; the prose around the
-numbers is fixed. It is written twice: Markdown (charts as PNG files beside it) and one
+numbers is fixed. What no program can write (who the users are, what the failures mean, what to do next) is
+the student's, in notebook 08's write-up cell, graded by hand; the report points there. It is written twice: Markdown (charts as PNG files beside it) and one
 self-contained HTML file (charts embedded as data URIs).
 """
 from __future__ import annotations
@@ -36,15 +37,13 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
         ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
 
 
+WRITE_UP = "the *Your write-up* cell of the stretch experiments notebook, graded by hand"   # no digits: every number printed comes from the results
+
+
 def _use_case(r: dict) -> list[str]:
-    corpus = r["corpus"]["name"]
     return ["## Use case and users", "",
-            f"Developers and learners ask questions about the **{corpus}** corpus (the Python documentation) "
-            "in plain language and get a short answer that cites the passages it rests on, or an explicit "
-            "refusal when the documentation does not say. A wrong answer costs debugging time and trust: an "
-            "invented function or a wrong default is worse than no answer, which is why the assistant refuses "
-            "on weak evidence and checks every citation in code. Students use the same pipeline in a course: "
-            "they change one setting, re-run, and read in numbers whether it helped.", ""]
+            f"Who asks the **{r['corpus']['name']}** assistant what, and what a wrong answer or a refusal costs them: "
+            f"the student's own words ({WRITE_UP}).", ""]
 
 
 def _corpus(r: dict) -> list[str]:
@@ -162,7 +161,8 @@ def _failures(r: dict) -> list[str]:
     return ["## Failure analysis", "",
             f"Failures by stage: {counts}. Each case below is traced through the assistant's JSONL trace (what was "
             "retrieved, the evidence strength, the answer or the refusal's reason) to the stage that failed:", "",
-            *_table(["id", "type", "stage", "question", "needs", "retrieved (top 3)", "outcome", "why"], rows), ""]
+            *_table(["id", "type", "stage", "question", "needs", "retrieved (top 3)", "outcome", "why"], rows), "",
+            f"What these cases have in common and what would fix them: the student's analysis ({WRITE_UP}).", ""]
 
 
 def _risks(r: dict) -> list[str]:
@@ -172,13 +172,6 @@ def _risks(r: dict) -> list[str]:
     edit = fresh.get("edit one, delete one", {})
     inj = r.get("m4", {}).get("injection", [])
     shown_public = sum(1 for x in inj if x["user"] == "public" and x["answer shows the number"])
-    failures = r["evaluation"]["scores"]["failures"]
-    stage, ids = max(failures.items(), key=lambda kv: len(kv[1]))
-    fund = {"generation": "a generator that writes the answer in its own words with citations (a hosted or larger "
-                          "local model behind the same checks), since the evidence is usually retrieved",
-            "retrieval": "better candidates: heading-aware chunks with prefixes and a real cross-encoder",
-            "ranking": "a real cross-encoder reranker over the fused top candidates",
-            "refusal": "a better-calibrated refusal threshold on a larger set of unanswerable questions"}[stage]
     return ["## Risks and next steps", "",
             f"**Data exposure.** Access groups are applied inside the index query (FAISS ID selector, BM25 mask, "
             f"SQL WHERE clause), never after. Leak check: {acc['questions']} questions asked as a public user in every "
@@ -191,8 +184,8 @@ def _risks(r: dict) -> list[str]:
             f"escaped inside `<doc>` tags and declared data; a generator that obeys the injection is refused by the "
             f"checks (its phone number is in no source the user may see). Public-user answers showing the premium "
             f"number: {shown_public}.", "",
-            f"**Next step to fund.** Most failures are at the {stage} stage ({len(ids)} of "
-            f"{sum(len(v) for v in failures.values())}): fund {fund}.", ""]
+            f"**Next steps.** Which risk matters most for these users and what to build next: the student's "
+            f"({WRITE_UP}).", ""]
 
 
 def _experiments(r: dict) -> list[str]:
