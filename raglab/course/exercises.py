@@ -94,6 +94,7 @@ STAGES = {
                                                        metrics.first_relevant_rr)),
     "decision rule": ("06", "the paired bootstrap interval", (statistics.paired_test, statistics.bootstrap_ci)),
     "winner rule": ("07", "the bake-off's winner rule", (bakeoff.choose_winner,)),
+    "bake-off loop": ("07", "the bake-off's measuring loop", (bakeoff.run_bakeoff, scoreboard.evaluate)),
     "own chunker": ("07", "your chunker in the chunking race", (tokenizer.model_windows, model_chunkers.token_spans,
                                                                   model_chunkers.recursive_spans)),
     "answer cost": ("08", "the cost of an answer", (pricing.answer_cost,)),

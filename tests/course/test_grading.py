@@ -106,7 +106,8 @@ def test_each_stage_stands_in_for_the_functions_its_hidden_test_names():
               "my_messages": "prompt", "answer_or_refuse": "answer or refuse", "visible_rows": "access rule",
               "visible_search": "filtered query", "plan_reindex": "reindex plan", "recall_at_k": "recall", "mrr_at_k": "mrr",
               "evaluate_retrieval": "evaluation loop", "paired_bootstrap": "decision rule", "pick_winner": "winner rule",
-              "my_chunker": "own chunker", "cost_per_answer": "answer cost", "make_ask_app": "ask endpoint"}
+              "bakeoff_rows": "bake-off loop", "my_chunker": "own chunker", "cost_per_answer": "answer cost",
+              "make_ask_app": "ask endpoint"}
     assert set(named) == set(stages)
     for fn, stage in stages.items():
         assert {f.__name__ for f in exercises.replaced(stage)} == named[fn], fn
@@ -153,7 +154,7 @@ def test_every_milestone_has_three_exercises_and_one_to_write():
         n = cells.mark_cells(nb, stem)
         text = "\n".join(c.source for c in nb.cells)
         assert 3 <= n <= 12 and "## Summary" in text and "## Exercises" in text, stem
-    assert {s for s, _, _ in _write_it_exercises()} == set(stems)      # one to write in each (07 has two)
+    assert {s for s, _, _ in _write_it_exercises()} == set(stems)      # one to write in each (07 has three)
 
 
 @pytest.mark.parametrize("stem,answer,selfcheck", _write_it_exercises(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")
