@@ -109,8 +109,8 @@ def read_autograded(student: str, autograded: Path, stems: list[str], gb) -> Stu
             except MissingEntry:                    # not submitted: no grade row
                 score = 0.0
             cell = cells.get(gc.name)
-            if cell is None:
-                why = "notebook not submitted"
+            if cell is None:                        # a notebook not handed in has nothing to grade, by hand or not
+                why, pending, score = "notebook not submitted", False, 0.0
             elif by_hand:
                 why = TO_GRADE if pending else f"graded by hand: {score:g} of {gc.max_score:g}"
                 if pending and not answered(cell):          # nothing written: nothing to grade
