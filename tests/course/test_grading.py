@@ -543,11 +543,12 @@ def graded_by_hand(tmp_path_factory):
 def test_prose_is_to_grade_until_the_instructor_enters_points(graded_by_hand):
     out, first, entered, changed = graded_by_hand
     ada, bo = first["ada"], first["bo"]
-    assert ada["07 07-by-hand-1"] == "to grade" and ada["to grade"] == "1" and ada["by-hand points"] == "0.0"
-    assert ada["by-hand max"] == "3.0" and float(ada["autograder points"]) == float(ada["autograder max"])
+    # milestone 7 holds two prose answers: why this chunking (07-by-hand-1) and the questions about the idea
+    assert ada["07 07-by-hand-1"] == "to grade" and ada["to grade"] == "2" and ada["by-hand points"] == "0.0"
+    assert ada["by-hand max"] == "6.0" and float(ada["autograder points"]) == float(ada["autograder max"])
     assert bo["07 07-by-hand-1"] == "0.0" and bo["to grade"] == "0"            # nothing written: nothing to grade
     assert entered["ada"]["07 07-by-hand-1"] == "2.0" and entered["ada"]["by-hand points"] == "2.0"
-    assert entered["ada"]["to grade"] == "0"                                    # kept across the re-grade
+    assert entered["ada"]["to grade"] == "1"                                    # kept across the re-grade; one left
     assert changed["ada"]["07 07-by-hand-1"] == "to grade"                      # a changed answer is graded again
     assert "waiting for the instructor" in (out / "feedback" / "ada.html").read_text()      # the last run's page
 
