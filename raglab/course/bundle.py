@@ -68,8 +68,9 @@ python -c "import raglab, sys; print('raglab', raglab.__version__, 'installed in
 
 START = """# raglab: the course, student edition
 
-Build a cited RAG assistant over the Python documentation, milestone by milestone, in nine notebooks
-(00 set-up, then milestones 1 to 8). Everything runs offline on a laptop CPU (Python 3.11).
+Build a cited RAG assistant over the Python documentation, milestone by milestone, in ten notebooks
+(00 set-up, then milestones 1 to 8; milestone 7 has two parts, the bake-off and the chunking lab).
+Everything runs offline on a laptop CPU (Python 3.11).
 
 ## Two commands
 

@@ -18,6 +18,19 @@ BY_HAND = re.compile(r"^<!--\s*graded by hand:\s*(\d+)\s+points?\s*-->")
 SOLUTION = "### BEGIN SOLUTION"
 NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
 HIDDEN = "### BEGIN HIDDEN TESTS"
+# A milestone's later notebooks (milestone 7: the bake-off, then the chunking lab): their grade ids carry their
+# first word, so that ids (and the gradebook's columns) stay unique across the course.
+LATER_PARTS = ("07_chunking_lab",)
+
+
+def grade_prefix(stem: str) -> str:
+    """The start of a notebook's grade ids: its milestone's number, and for a milestone's later notebook its
+    first word too.
+
+    >>> grade_prefix("07_bakeoff"), grade_prefix("07_chunking_lab")
+    ('07', '07-chunking')
+    """
+    return f"{stem[:2]}-{stem.split('_')[1]}" if stem in LATER_PARTS else stem[:2]
 
 
 def mark_cells(nb, stem: str):
@@ -31,13 +44,14 @@ def mark_cells(nb, stem: str):
     (1, 2, True)
     """
     n = manual = 0
+    prefix = grade_prefix(stem)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             m = BY_HAND.match(cell.source)
             if m:
                 manual += 1
                 cell.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": int(m.group(1)),
-                                             "grade_id": f"{stem[:2]}-by-hand-{manual}", "schema_version": 3}
+                                             "grade_id": f"{prefix}-by-hand-{manual}", "schema_version": 3}
             else:
                 cell.metadata.pop("nbgrader", None)
             continue
@@ -48,9 +62,9 @@ def mark_cells(nb, stem: str):
         if m:
             n += 1
             meta = {"grade": True, "solution": False, "locked": True, "points": int(m.group(1) or 1),
-                    "grade_id": f"{stem[:2]}-check-{n}"}
+                    "grade_id": f"{prefix}-check-{n}"}
         elif SOLUTION in cell.source:
-            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{stem[:2]}-answer-{i}"}
+            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{prefix}-answer-{i}"}
         if meta:
             cell.metadata["nbgrader"] = {**meta, "schema_version": 3}
         else:

@@ -7,6 +7,7 @@ import html
 import io
 from pathlib import Path
 
+from raglab.course.cells import grade_prefix
 from raglab.course.grades import TO_GRADE, StudentGrade
 from raglab.base.files import atomic_open
 
@@ -18,7 +19,7 @@ def columns(grades: list[StudentGrade]) -> list[str]:
     """The gradebook's columns: each self-check, each notebook's clean run, each rubric criterion, totals."""
     first = grades[0]
     return (["student"] + [f"{c.notebook[:2]} {c.name}" for c in first.checks]
-            + [f"ran {stem[:2]}" for stem in first.ran]
+            + [f"ran {grade_prefix(stem)}" for stem in first.ran]      # "ran 07", "ran 07-chunking"
             + [f"rubric: {r.criterion}" for r in first.rubric]
             + ["autograder points", "autograder max", "by-hand points", "by-hand max", "to grade",
                "notebooks ran", "rubric passed", "rubric criteria", "flags"])

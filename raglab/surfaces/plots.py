@@ -85,33 +85,51 @@ def bakeoff_bars(table, metric: str = "recall@5"):
     chunkings = list(dict.fromkeys(table["chunking"]))
     retrievers = list(dict.fromkeys(table["retriever"]))
     width = 0.8 / len(retrievers)
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     for i, r in enumerate(retrievers):
         sub = table[table["retriever"] == r].set_index("chunking").loc[chunkings]
         x = np.arange(len(chunkings)) + (i - (len(retrievers) - 1) / 2) * width
         err = [sub[metric] - sub[f"{metric}_lo"], sub[f"{metric}_hi"] - sub[metric]]
         ax.bar(x, sub[metric], width, yerr=err, capsize=3, label=r)
-    ax.set_xticks(range(len(chunkings)), chunkings)
-    ax.set_ylabel(metric)
+    ax.set_xticks(range(len(chunkings)), [_wrap(c, 16) for c in chunkings])
+    ax.set_xlabel("chunking")
+    ax.set_ylabel(f"{metric} (share of evidence found)")
     ax.set_ylim(0, 1.05)
-    ax.legend(ncol=len(retrievers), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 1.15))
+    ax.set_title(f"{metric} by chunking and retriever, with 95% intervals: overlapping whiskers are ties", fontsize=10)
+    ax.legend(title="retriever", fontsize=8, title_fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 
 
+def _wrap(label: str, width: int) -> str:
+    """A tick label broken on spaces into lines of at most ``width`` characters.
+
+    >>> _wrap("headings 150/30 +prefix", 16)
+    'headings 150/30\\n+prefix'
+    """
+    import textwrap
+
+    return "\n".join(textwrap.wrap(label, width)) or label
+
+
 def score_vs_size(table, metric: str = "recall@5"):
-    """Score against mean chunk length in tokens, one line per retriever."""
+    """One point per (chunking, retriever), no line between chunkings: the chunkings on the x axis in order of
+    their mean chunk length in tokens (written under each name), one marker and colour per retriever."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    for r, sub in table.groupby("retriever", sort=False):
-        sub = sub.sort_values("mean_tokens")
-        ax.plot(sub["mean_tokens"], sub[metric], marker="o", label=r)
-    for name, sub in table.groupby("chunking", sort=False):  # one label per chunking, under its lowest point
-        ax.annotate(name, (sub["mean_tokens"].iloc[0], sub[metric].min()), xytext=(0, -12),
-                    textcoords="offset points", fontsize=7, ha="center", alpha=0.7)
-    ax.set_xlabel("mean tokens per chunk")
-    ax.set_ylabel(metric)
-    ax.legend(fontsize=8)
+    import numpy as np
+
+    sizes = table.groupby("chunking", sort=False)["mean_tokens"].first().sort_values()
+    retrievers = list(dict.fromkeys(table["retriever"]))
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for i, (r, marker) in enumerate(zip(retrievers, "osD^v<>p")):
+        sub = table[table["retriever"] == r].set_index("chunking").reindex(sizes.index)
+        x = np.arange(len(sizes)) + (i - (len(retrievers) - 1) / 2) * 0.1
+        ax.plot(x, sub[metric], linestyle="none", marker=marker, label=r)
+    ax.set_xticks(range(len(sizes)), [f"{_wrap(c, 16)}\n({t:.0f} tokens)" for c, t in sizes.items()], fontsize=8)
+    ax.set_xlabel("chunking, shortest chunks first (mean tokens per chunk)")
+    ax.set_ylabel(f"{metric} (share of evidence found)")
+    ax.set_title(f"{metric} against chunk size: each retriever, for each chunking", fontsize=10)
+    ax.legend(title="retriever", fontsize=8, title_fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -148,13 +166,31 @@ def _race_points(ax, table, x: str, metric: str, retriever: str, default: str | 
         if len(rows):
             err = [rows[metric] - rows[f"{metric}_lo"], rows[f"{metric}_hi"] - rows[metric]]
             ax.errorbar(rows[x], rows[metric], yerr=err, fmt=marker, color=color, capsize=3, label=label)
-    for i, (_, row) in enumerate(sub.sort_values(x).iterrows()):  # right of the whisker, alternately above and below
-        ax.annotate(row["chunking"], (row[x], row[metric]), xytext=(5, 4 if i % 2 == 0 else -10),
-                    textcoords="offset points", fontsize=7, color="#333333",
+    for _, row in sub.sort_values(metric, ascending=False).iterrows():  # right of the point; spread apart later
+        ax.annotate(row["chunking"], (row[x], row[metric]), xytext=(5, -3), textcoords="offset points",
+                    fontsize=7, color="#333333",
                     bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.7))
     ax.margins(x=0.08)
     ax.set_ylabel(metric)
     return sub
+
+
+def _spread_labels(ax, rounds: int = 40):
+    """Move the axes' point labels (annotations) down, a few points at a time, until no two of them overlap
+    (best effort; call it once the figure's layout is final)."""
+    labels = [t for t in ax.texts if hasattr(t, "xyann")]
+    ax.figure.canvas.draw()
+    for _ in range(rounds):
+        moved = False
+        boxes = [label.get_window_extent() for label in labels]
+        for i, j in ((i, j) for i in range(len(labels)) for j in range(i + 1, len(labels))):
+            if boxes[i].overlaps(boxes[j]):
+                dx, dy = labels[j].xyann
+                labels[j].xyann = (dx, dy - 4)
+                boxes[j] = labels[j].get_window_extent()
+                moved = True
+        if not moved:
+            return
 
 
 def recall_vs_tokens(table, metric: str = "recall@5", retriever: str = "hybrid", default: str | None = None,
@@ -167,10 +203,11 @@ def recall_vs_tokens(table, metric: str = "recall@5", retriever: str = "hybrid",
     ax.axvline(limit, color="#C44E52", linestyle="--", linewidth=1.2)
     ax.text(limit, 0.98, " model limit", transform=ax.get_xaxis_transform(), color="#C44E52", fontsize=8, va="top")
     ax.set_xlabel("mean tokens per chunk")
-    ax.set_title(f"{metric} against chunk size ({retriever})", fontsize=10)
+    ax.set_title(f"{metric} against chunk size ({retriever}): past the dashed line the model truncates", fontsize=10)
     if default is not None:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
+    _spread_labels(ax)
     return fig
 
 
@@ -184,10 +221,11 @@ def quality_vs_cost(table, metric: str = "recall@5", cost: str = "index_seconds"
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     _race_points(ax, table, cost, metric, retriever, default)
     ax.set_xlabel(COST_LABELS.get(cost, cost))
-    ax.set_title(f"{metric} against {COST_LABELS.get(cost, cost)} ({retriever})", fontsize=10)
+    ax.set_title(f"{metric} against {COST_LABELS.get(cost, cost)} ({retriever}): up and left is better", fontsize=10)
     if default is not None:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
+    _spread_labels(ax)
     return fig
 
 

@@ -76,7 +76,7 @@ def test_the_wheel_is_raglabs_source_and_resources_only(built):
 def test_nothing_of_the_instructors_is_in_the_bundle(built):
     _, _, top = built
     forbidden = bundle.instructor_text()
-    assert len(forbidden) > 100               # the solutions, hidden tests and model answers of nine notebooks
+    assert len(forbidden) > 100               # the solutions, hidden tests and model answers of ten notebooks
     assert bundle.leaks(top, forbidden) == []
     for path in (top / "notebooks").glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)

@@ -1,4 +1,4 @@
-"""The chunking-race charts: what they draw, checked on small hand-made tables (no pixels)."""
+"""The chunking-race and bake-off charts: what they draw, checked on small hand-made tables (no pixels)."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,7 +8,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from raglab.surfaces.plots import cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens  # noqa: E402
+from raglab.surfaces.plots import (bakeoff_bars, cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens,  # noqa: E402
+                                   score_vs_size)
 
 RACE = pd.DataFrame([
     # chunking, retriever, mean_tokens, recall@5, lo, hi, index_seconds, index_mb, chunks
@@ -187,3 +188,43 @@ def test_cut_points_writes_the_lines_with_headings_in_bold(close):
     assert texts[2].get_text() == "Run the installer and follow the steps."
     assert len(texts[7].get_text()) <= 70 and texts[7].get_text().startswith("Download the new version.")
     assert all(t.get_fontfamily() == ["monospace"] for t in texts)
+
+
+# ---------------------------------------------------------------- the bake-off
+
+TABLE = pd.DataFrame([
+    (c, r, tokens, score, score - 0.1, score + 0.1)
+    for c, tokens in (("words 150/30", 282.0), ("headings 150/30 +prefix", 243.0), ("chars 500/80", 108.0))
+    for r, score in (("dense", 0.6), ("bm25", 0.55), ("hybrid", 0.7))
+], columns=["chunking", "retriever", "mean_tokens", "recall@5", "recall@5_lo", "recall@5_hi"])
+
+
+def test_bakeoff_bars_has_a_bar_per_row_wrapped_labels_and_labelled_axes(close):
+    fig = bakeoff_bars(TABLE)
+    close(fig)
+    ax = fig.axes[0]
+    assert len(ax.patches) == len(TABLE)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["words 150/30", "headings 150/30\n+prefix", "chars 500/80"]
+    assert ax.get_xlabel() == "chunking" and ax.get_ylabel().startswith("recall@5") and ax.get_title()
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["dense", "bm25", "hybrid"]
+
+
+def test_score_vs_size_draws_points_not_lines_with_chunkings_by_size(close):
+    fig = score_vs_size(TABLE)
+    close(fig)
+    ax = fig.axes[0]
+    assert all(line.get_linestyle() == "None" for line in ax.lines) and len(ax.lines) == 3
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["chars 500/80\n(108 tokens)", "headings 150/30\n+prefix\n(243 tokens)", "words 150/30\n(282 tokens)"]
+    assert "mean tokens" in ax.get_xlabel() and ax.get_ylabel().startswith("recall@5") and ax.get_title()
+
+
+def test_race_labels_do_not_overlap(close):
+    crowded = pd.DataFrame([(f"chunking {i}", "hybrid", 200.0 + i, 0.7 + i / 1000, 0.6, 0.8) for i in range(6)],
+                           columns=TABLE.columns)
+    fig = recall_vs_tokens(crowded, retriever="hybrid")
+    close(fig)
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in fig.axes[0].texts if t.get_text().startswith("chunking")]
+    assert len(boxes) == 6
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
