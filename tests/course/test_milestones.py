@@ -118,3 +118,25 @@ def test_the_gradebook_shows_the_total_and_pass_or_fail():
     rows = [dict(zip(cols, row(g))) for g in grades]
     assert [r["passed"] for r in rows] == [1, 0, TO_GRADE]
     assert [r["total points"] for r in rows] == [11.0, 1.0, 6.0]
+
+
+# ---------------------------------------------------------------- the README's times
+
+def test_readme_times_are_the_committed_timings():
+    from raglab.course import timings
+
+    committed = timings.load()
+    assert set(committed["notebooks"]) == {p.stem for p in NOTEBOOKS if p.stem[:2].isdigit()}, \
+        "a notebook was added or removed: run `raglab workbook`, then `python -m raglab.course.timings`"
+    readme = (ROOT / "README.md").read_text()
+    assert points.readme_block(readme, timings.BEGIN, timings.END) == \
+        "\n".join([timings.BEGIN, timings.table(committed), timings.END])
+
+
+def test_the_main_job_records_its_timings(tmp_path):
+    from raglab.course import timings
+
+    path = timings.record(tmp_path, {"00_setup": 3.14159}, 70.0)
+    t = timings.load(path)
+    assert t["notebooks"] == {"00_setup": 3.1} and t["total_s"] == 70.0 and t["cores"] >= 1
+    assert "| notebook `00_setup` | 3 s |" in timings.table(t)
