@@ -37,6 +37,7 @@ from raglab import __version__
 
 from raglab.base import config
 from raglab.course.cells import BY_HAND, HIDDEN, SOLUTION
+from raglab.course.milestones import MILESTONES
 from raglab.course.workbook import notebooks
 from raglab.base.files import atomic_dir, atomic_open
 
@@ -68,9 +69,10 @@ python -c "import raglab, sys; print('raglab', raglab.__version__, 'installed in
 
 START = """# raglab: the course, student edition
 
-Build a cited RAG assistant over the Python documentation, milestone by milestone, in ten notebooks
-(00 set-up, then milestones 1 to 8; milestone 7 has two parts, the bake-off and the chunking lab).
+Build a cited RAG assistant over the Python documentation, milestone by milestone, one notebook at a time.
 Everything runs offline on a laptop CPU (Python 3.11).
+
+{milestones}
 
 ## Two commands
 
@@ -97,7 +99,8 @@ raglab grade --self notebooks/          # runs your notebooks; grade/feedback.ht
 
 You get the visible self-checks' points, the rubric on what your notebooks saved, and a feedback page
 (your pipeline stage by stage, what failed and why). Your instructor's grade adds hidden tests and the points
-of the two prose answers (06 and 07); a self-check cell you edited scores nothing.
+of the answers graded by hand; a self-check cell you edited scores nothing. Notebook 00 shows what each
+milestone is worth and the pass mark.
 
 ## Hand in
 
@@ -113,6 +116,15 @@ yourname/golden.jsonl
 
 The instructor re-runs them with the hidden tests (`raglab grade CLASS`).
 """
+
+
+def start_md(present: set[str] | None = None) -> str:
+    """The bundle's START.md, listing the notebooks it holds (``present``: their stems; default every one)
+    with their milestones (``raglab.course.milestones``)."""
+    listed = [m for m in MILESTONES if present is None or m.notebook in present]
+    return START.format(milestones="\n".join(
+        f"- `{m.notebook}.ipynb`: " + (m.title if m.number is None else f"{m.label}, {m.title[0].lower()}{m.title[1:]}")
+        for m in listed))
 
 
 def _sha256(data: bytes) -> str:
@@ -222,7 +234,7 @@ def build(out: str | Path, release_dir: Path, version: str | None = None) -> tup
         for name in ("requirements.txt", "requirements-nodeps.txt"):
             shutil.copy2(root / name, tmp / name)
         build_wheel(tmp / "wheels")
-        (tmp / "START.md").write_text(START, encoding="utf-8")
+        (tmp / "START.md").write_text(start_md({p.stem for p in release_dir.glob("*.ipynb")}), encoding="utf-8")
         (tmp / "install.sh").write_text(INSTALL, encoding="utf-8")
         (tmp / "install.sh").chmod(0o755)
         files = {str(p.relative_to(tmp)): _sha256(p.read_bytes()) for p in sorted(tmp.rglob("*")) if p.is_file()}

@@ -12,6 +12,7 @@ from pathlib import Path
 from raglab.book.chunkers import word_positions
 from raglab.infra.tokenizer import token_lengths
 from raglab.course import artifacts
+from raglab.course.milestones import rubric_names
 from raglab.infra.corpus import load_corpus
 from raglab.book.citations import parse_citations
 from raglab.book.refusal import REFUSAL
@@ -315,9 +316,7 @@ def chunking_choice(a: Artifacts):
 
 
 # (milestone, criterion, check, notebook, the stages of the student's pipeline whose artifacts it reads)
-M = {"01": "1 chunking", "02": "2 dense and keyword retrieval", "03": "3 hybrid search and reranking",
-     "04": "4 cited answers", "05": "5 access and a vector database", "06": "6 evaluation", "07": "7 bake-off",
-     "08": "8 stretch experiments"}
+M = rubric_names()      # {"01": "1 chunking", ...}: the names live in raglab.course.milestones
 CRITERIA = [
     (M["01"], "your chunker's chunks have ids and sources and cover every word", chunks_have_ids, "01", ("chunker",)),
     (M["01"], "your window size fits the model without fragmenting the pages", size_fits, "01", ("chunker", "chunk size")),

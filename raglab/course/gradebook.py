@@ -8,21 +8,23 @@ import io
 from pathlib import Path
 
 from raglab.course.cells import grade_prefix
-from raglab.course.grades import TO_GRADE, StudentGrade
+from raglab.course.grades import PASS_MARK, TO_GRADE, StudentGrade
 from raglab.base.files import atomic_open
 
+PASSED = {"pass": 1, "fail": 0, TO_GRADE: TO_GRADE}      # the gradebook's "passed" column, by result
 STAGE_MAKERS = {"yours": "your code", "raglab": "raglab's fallback (worth nothing)",
                 "copy": "a copy of raglab's function (worth nothing)"}
 
 
 def columns(grades: list[StudentGrade]) -> list[str]:
-    """The gradebook's columns: each self-check, each notebook's clean run, each rubric criterion, totals."""
+    """The gradebook's columns: each self-check, each notebook's clean run, each rubric criterion, totals,
+    and whether the total reaches the pass mark (``raglab.course.grades.PASS_MARK``)."""
     first = grades[0]
     return (["student"] + [f"{c.notebook[:2]} {c.name}" for c in first.checks]
             + [f"ran {grade_prefix(stem)}" for stem in first.ran]      # "ran 07", "ran 07-chunking"
             + [f"rubric: {r.criterion}" for r in first.rubric]
             + ["autograder points", "autograder max", "by-hand points", "by-hand max", "to grade",
-               "notebooks ran", "rubric passed", "rubric criteria", "flags"])
+               "notebooks ran", "rubric passed", "rubric criteria", "total points", "passed", "flags"])
 
 
 def row(g: StudentGrade) -> list:
@@ -32,7 +34,8 @@ def row(g: StudentGrade) -> list:
             + [int(v == "ok") for v in g.ran.values()]
             + [int(r.passed) for r in g.rubric]
             + [round(got, 2), round(most, 2), round(hand, 2), round(hand_most, 2), pending,
-               g.ran_ok, g.rubric_passed, len(g.criteria), "; ".join(g.flags)])
+               g.ran_ok, g.rubric_passed, len(g.criteria), round(g.total[0], 2), PASSED[g.result],
+               "; ".join(g.flags)])
 
 
 def write_gradebook(grades: list[StudentGrade], path: Path) -> Path:
@@ -56,7 +59,9 @@ def feedback_html(g: StudentGrade) -> str:
              f"<p class='totals'>Autograder: <b>{got:g} of {most:g}</b> points · graded by hand: "
              f"<b>{g.by_hand[0]:g} of {g.by_hand[1]:g}</b>" + (f" ({g.by_hand[2]} to grade)" if g.by_hand[2] else "") +
              " · notebooks that ran cleanly: "
-             f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.criteria)}</b> criteria</p>"]
+             f"<b>{g.ran_ok} of {len(g.ran)}</b> · rubric: <b>{g.rubric_passed} of {len(g.criteria)}</b> criteria"
+             f" · in all: <b>{g.total[0]:g} of {g.total[1]:g}</b> points, <b>{e(g.result)}</b> "
+             f"(the pass mark is {PASS_MARK:.0%})</p>"]
     if g.self_graded:
         parts.append("<p class='note'>A self-grade: the visible self-checks and the rubric on what your notebooks saved. "
                      "Your instructor's grade adds the hidden tests and the points of the prose answers.</p>")

@@ -11,6 +11,9 @@ from raglab.course.exercises import PROSE_STUB
 from raglab.course.submission_criteria import NOT_WRITTEN
 
 TO_GRADE = "to grade"
+# The pass mark, the one place it is set: the share of the points possible (self-checks, answers graded by
+# hand, one point per rubric criterion) that passes.
+PASS_MARK = 0.6
 
 
 @dataclass
@@ -45,6 +48,22 @@ class StudentGrade:
         """Points graded by hand: entered, possible, and how many answers are still to grade."""
         manual = [c for c in self.checks if c.by_hand]
         return sum(c.score for c in manual), sum(c.points for c in manual), sum(c.pending for c in manual)
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """All points: self-checks, answers graded by hand and one per rubric criterion met; scored and possible."""
+        auto, hand = self.points, self.by_hand
+        return auto[0] + hand[0] + self.rubric_passed, auto[1] + hand[1] + len(self.criteria)
+
+    @property
+    def result(self) -> str:
+        """``pass`` or ``fail`` against ``PASS_MARK``; ``to grade`` while answers waiting for the instructor
+        could still change it."""
+        got, most = self.total
+        waiting = sum(c.points for c in self.checks if c.pending)
+        if got >= PASS_MARK * most:
+            return "pass"
+        return TO_GRADE if got + waiting >= PASS_MARK * most else "fail"
 
     @property
     def ran_ok(self) -> int:

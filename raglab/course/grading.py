@@ -238,11 +238,14 @@ def grade_self(folder: str | Path, out: str | Path, only: list[str] | None = Non
 # ---------------------------------------------------------------- the grades, printed
 
 def format_grades(grades: list[StudentGrade]) -> str:
-    lines = [f"{'student':<16} {'points':>9} {'ran':>5} {'rubric':>7}  flags"]
+    """One line a student: autograder points, notebooks that ran, rubric, all points and pass or fail."""
+    lines = [f"{'student':<16} {'points':>9} {'ran':>5} {'rubric':>7} {'in all':>9} {'result':<9} flags"]
     for g in grades:
         got, most = g.points
+        total, possible = g.total
         lines.append(f"{g.student:<16} {got:>4g}/{most:<4g} {g.ran_ok:>2}/{len(g.ran):<2} "
-                     f"{g.rubric_passed:>3}/{len(g.criteria):<3}  {'; '.join(g.flags)}")
+                     f"{g.rubric_passed:>3}/{len(g.criteria):<3} {total:>4g}/{possible:<4g} {g.result:<9} "
+                     f"{'; '.join(g.flags)}")
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.infra.assemble import build_assistant
-from raglab.course import artifacts
+from raglab.course import artifacts, timings
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
 from raglab.evaluation.golden import golden_file
@@ -59,7 +59,8 @@ def render_html(nb, dest: Path) -> Path:
 def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path = NOTEBOOKS) -> bool:
     """Execute every notebook in order (``out/notebooks/NAME.html`` and ``.ipynb``), then print the
     scoreboard, check the milestones' artifacts (``out/artifacts/rubric.md``) and write the report
-    (``out/report/report.html``). Returns whether every rubric criterion passed."""
+    (``out/report/report.html``), and write each notebook's seconds and the whole run's to
+    ``out/timings.json`` (``raglab.course.timings``). Returns whether every rubric criterion passed."""
     import os
 
     import nbformat  # lazy: only when notebooks run
@@ -67,7 +68,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     out = Path(out)
     out_dir = out / "notebooks"
     where = Path(os.environ.setdefault(artifacts.ENV, str((out / "artifacts").resolve())))
-    written = []
+    written, seconds, begun = [], {}, time.perf_counter()
     print(f"raglab workbook: profile {config.profile()}, {len(notebooks(folder))} notebooks")
     for path in notebooks(folder):
         started = time.perf_counter()
@@ -78,7 +79,8 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
             with atomic_open(path) as fh:
                 nbformat.write(nb, fh)
         written.append(render_html(nb, out_dir / path.with_suffix(".html").name))
-        print(f"  {path.name:<40} {time.perf_counter() - started:6.1f} s")
+        seconds[path.stem] = time.perf_counter() - started
+        print(f"  {path.name:<40} {seconds[path.stem]:6.1f} s")
     rubric = check(where)
     rubric_path = write_rubric(rubric, where)
     report_md, report_html = write_report(where, out / "report")
@@ -89,6 +91,8 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     print(f"rubric:             {rubric_path.resolve()} ({passed} of {len(rubric)} criteria pass"
           + "".join(f"; FAIL: {r.criterion}: {r.why}" for r in rubric if not r.passed) + ")")
     print(f"report:             {report_html.resolve()} (Markdown: {report_md.name} beside it)")
+    took = timings.record(out, seconds, time.perf_counter() - begun)
+    print(f"timings:            {took.resolve()} ({timings.minutes(time.perf_counter() - begun)} in all)")
     return passed == len(rubric)
 
 
