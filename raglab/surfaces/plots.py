@@ -136,6 +136,7 @@ def scores_chart(frame, title: str = "Scores with 95% bootstrap intervals"):
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
     ax.set_xlabel("score (0 to 1; a share of the questions, or a mean over them)")
+    ax.set_ylabel("score")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
@@ -382,7 +383,7 @@ def access_mix(counts, k: int = 5):
     queries = list(dict.fromkeys(counts.index.get_level_values(0)))
     users = list(dict.fromkeys(counts.index.get_level_values(1)))
     fig, ax = plt.subplots(figsize=(7, 0.32 * len(queries) * (len(users) + 1) + 1.4))
-    y, ticks, labels = 0.6, [], []
+    y, ticks, labels = 0.9, [], []
     colors = dict(zip(groups, ["#9e9e9e", "#1565c0", "#2e7d32", "#c62828"]))
     for q in queries:
         ax.text(0, y - 0.55, f"“{q}”", fontsize=8.5, fontweight="bold", va="bottom")
@@ -402,9 +403,9 @@ def access_mix(counts, k: int = 5):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlim(0, k)
     ax.set_xlabel(f"chunks in the user's top {k}, by access group")
-    ax.set_ylim(y - 0.4, -0.1)
+    ax.set_ylim(y - 0.5, -0.35)
     ax.set_ylabel("user, under each query")
     ax.set_title("The same queries, two users: what each one retrieves", fontsize=10)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(groups), frameon=False)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=len(groups), frameon=False)
     fig.tight_layout()
     return fig

@@ -45,7 +45,7 @@ def test_scores_chart_labels_its_x_axis(close):
     frame = pd.DataFrame({"value": [0.8], "ci_low": [0.7], "ci_high": [0.9]}, index=["recall@5"])
     fig = plots.scores_chart(frame)
     close(fig)
-    assert fig.axes[0].get_xlabel().startswith("score")
+    assert fig.axes[0].get_xlabel().startswith("score") and fig.axes[0].get_ylabel() == "score"
 
 
 TYPES = pd.DataFrame({"type": ["fact", "fact", "fact", "identifier", "paraphrase"],
