@@ -291,6 +291,9 @@ def cut_points(text: str, layouts: dict[str, list[tuple[int, int]]], headings: S
 
 # ---------------------------------------------------------------- milestones 2, 3 and 5
 
+# How a search mode is named in a legend.
+MODE_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (RRF)", "rerank": "reranked"}
+
 def hits_by_type(table, modes: Sequence[str] = ("dense", "bm25"), k: int = 5):
     """Per question type, how many questions there are and how many each retriever finds in its top k.
 
@@ -326,7 +329,8 @@ def hits_by_type_bars(counts, k: int = 5):
     ax.bar(x, counts["questions"], 0.9, facecolor="none", edgecolor="#777777", linestyle="--",
            label="questions of this type")
     for i, (m, color) in enumerate(zip(modes, ["#4C72B0", "#DD8452", "#55A868", "#C44E52"])):
-        bars = ax.bar(x + (i - (len(modes) - 1) / 2) * width, counts[m], width * 0.95, color=color, label=m)
+        bars = ax.bar(x + (i - (len(modes) - 1) / 2) * width, counts[m], width * 0.95, color=color,
+                      label=MODE_LABELS.get(m, m))
         ax.bar_label(bars, fontsize=8, padding=1)
     ax.set_xticks(x, [f"{t}\n({n} questions)" for t, n in zip(counts.index, counts["questions"])], fontsize=9)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -354,7 +358,7 @@ def rank_strip(table, modes: Sequence[str] = ("dense", "bm25", "hybrid", "rerank
     for i, (m, (color, marker, size)) in enumerate(zip(modes, styles)):
         offset = (i - (len(modes) - 1) / 2) * 0.16
         ax.plot(ranks[m][order] + offset, np.arange(len(table)), marker, color=color, markersize=size,
-                linestyle="none", label=m, alpha=0.9)
+                linestyle="none", label=MODE_LABELS.get(m, m), alpha=0.9)
     labels = [f"{i} ({t})" for i, t in zip(table.index[order], table["type"].iloc[order])]
     ax.set_yticks(range(len(table)), labels, fontsize=7)
     ax.invert_yaxis()

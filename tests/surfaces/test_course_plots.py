@@ -69,7 +69,7 @@ def test_hits_by_type_bars_draw_one_bar_per_retriever_and_type(close):
     assert [p.get_height() for p in dense] == [2, 0, 1] and [p.get_height() for p in bm25] == [2, 1, 0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["fact\n(3 questions)", "identifier\n(1 questions)",
                                                            "paraphrase\n(1 questions)"]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["questions of this type", "dense", "bm25"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["questions of this type", "dense", "BM25"]
     assert ax.get_ylabel() == "questions with evidence in the top 5" and ax.get_xlabel()
     assert all(float(t).is_integer() for t in ax.get_yticks())
 
@@ -81,6 +81,7 @@ def test_rank_strip_draws_misses_in_their_own_column(close):
     close(fig)
     ax = fig.axes[0]
     assert ax.get_xticklabels()[-1].get_text() == "not in\ntop 10"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["dense", "reranked"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["py-1 (fact)", "py-2 (multi)"]
     dense, rerank = ax.get_lines()
     assert np.round(dense.get_xdata(), 2).tolist() == [2.92, 11.92]      # rank 3, then "not in top 10" (12)
