@@ -286,7 +286,7 @@ def bakeoff_decided(a: Artifacts):
 
 def failures_traced_by_you(a: Artifacts):
     rows = a.section("traced_failures")
-    board = a.json("m5_scoreboard.json")
+    board = a.json("m6_scoreboard.json")
     stage_of = {qid: stage for stage, ids in board["failures"].items() for qid in ids}
     ids = [r["id"] for r in rows]
     if len(set(ids)) < 5:

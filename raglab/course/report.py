@@ -23,7 +23,7 @@ from raglab.base.files import atomic_open
 CHARTS = {
     "m1_token_lengths": "Token lengths of the chunks of each strategy, against the embedding model's limit.",
     "m4_evidence": "Evidence strength of answerable and unanswerable questions, and the refusal threshold.",
-    "m5_scores": "Every score with its bootstrap interval.",
+    "m6_scores": "Every score with its bootstrap interval.",
     "bakeoff_bars": "The chunking x retriever bake-off: recall with intervals.",
     "bakeoff_size": "Recall against chunk size in the bake-off.",
     "exp_chunksize": "Chunk size against the model's limit: share over the limit, and recall against size.",

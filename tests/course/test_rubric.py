@@ -250,10 +250,10 @@ def test_a_bakeoff_without_spread_or_winner_fails(copy):
 
 def test_missing_and_corrupt_artifacts_fail_with_the_file_named(copy, capsys):
     (copy / "m4_answers.jsonl").unlink()
-    (copy / "m5_scoreboard.json").write_text("{not json")
+    (copy / "m6_scoreboard.json").write_text("{not json")
     v = verdicts(copy)
     assert "m4_answers.jsonl" in v["answers carry valid citations"].why
-    assert "m5_scoreboard.json:1: not valid JSON" in v["five failures traced to the stage the run's records give"].why
+    assert "m6_scoreboard.json:1: not valid JSON" in v["five failures traced to the stage the run's records give"].why
     assert sum(not r.passed for r in v.values()) == 4      # three answer criteria, the traced failures
     assert run_check(copy) == 1
     assert capsys.readouterr().out.count("| FAIL |") == 4
@@ -269,7 +269,7 @@ def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
 def test_a_traced_failure_that_did_not_fail_fails(copy):
     from raglab.course.criteria import failures_traced_by_you
 
-    board = json.loads((copy / "m5_scoreboard.json").read_text())
+    board = json.loads((copy / "m6_scoreboard.json").read_text())
     passed = next(q["id"] for q in board["questions"] if q["failure"] is None)
     edit_results(copy, "traced_failures", lambda rows: rows[0].update(id=passed))
     assert f"{passed!r} did not fail" in only_failure(copy, failures_traced_by_you)
@@ -278,7 +278,7 @@ def test_a_traced_failure_that_did_not_fail_fails(copy):
 def test_four_traced_failures_or_a_wrong_stage_fail(project_artifacts, tmp_path):
     from raglab.course.criteria import failures_traced_by_you
 
-    board = json.loads((project_artifacts / "m5_scoreboard.json").read_text())
+    board = json.loads((project_artifacts / "m6_scoreboard.json").read_text())
     stages = [s for s, ids in board["failures"].items() if ids]
 
     def wrong_stage(rows):

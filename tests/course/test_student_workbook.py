@@ -28,6 +28,6 @@ def test_the_milestones_run_on_a_students_own_golden_set(tmp_path, monkeypatch):
         ran = execute(paths[stem], allow_errors=True)
         broken = [(r.index, r.error) for r in cells.cell_runs(ran) if r.kind == "other" and r.error]
         assert not broken, (stem, broken)
-    board = json.loads((tmp_path / "artifacts" / "m5_scoreboard.json").read_text())
+    board = json.loads((tmp_path / "artifacts" / "m6_scoreboard.json").read_text())
     ids = {q["id"] for q in board["questions"]}
     assert ids == {json.loads(line)["id"] for line in mine.read_text().splitlines()}
