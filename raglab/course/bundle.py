@@ -15,8 +15,9 @@ nothing the instructor keeps.
 
 Before the archive is written, ``leaks`` searches every file of the bundle and of the wheel for the
 instructor's text (solution lines, hidden-test lines, the model answers of the prose questions, the
-solution and hidden-test markers), for executed notebooks and for the milestone artifacts; the
-release fails if it finds one.
+solution and hidden-test markers), for executed notebooks, for the project's own words in a notebook (its
+tracker, test markers, research lever codes: ``raglab.course.cells.PROJECT_WORDS``) and for the milestone
+artifacts; the release fails if it finds one.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from pathlib import Path
 from raglab import __version__
 
 from raglab.base import config
-from raglab.course.cells import BY_HAND, HIDDEN, SOLUTION
+from raglab.course.cells import BY_HAND, HIDDEN, SOLUTION, project_words
 from raglab.course.milestones import MILESTONES
 from raglab.course.workbook import notebooks
 from raglab.base.files import atomic_dir, atomic_open
@@ -191,7 +192,7 @@ def _texts(folder: Path):
 def leaks(folder: Path, forbidden: dict[str, str] | None = None) -> list[str]:
     """Everything in a bundle folder (and its wheel) that is the instructor's: a file holding a solution,
     hidden-test or model-answer line (``instructor_text``) or a solution / hidden-test marker, a notebook with
-    outputs, a milestone artifact. Empty when the bundle is clean."""
+    outputs or the project's own words, a milestone artifact. Empty when the bundle is clean."""
     import nbformat  # lazy
 
     forbidden = instructor_text() if forbidden is None else forbidden
@@ -206,6 +207,7 @@ def leaks(folder: Path, forbidden: dict[str, str] | None = None) -> list[str]:
             if "!" in name or not name.startswith("notebooks/"):
                 problems.append(f"{name}: a notebook outside notebooks/")
             text = "\n".join(c.source for c in nb.cells)            # its cells' lines, not their JSON
+            problems += [f"{name}: says {said}" for said in project_words(text)]
         lines = {ln.strip() for ln in text.splitlines()}
         for marker in (SOLUTION, HIDDEN):
             if marker in lines:                  # a marker on a line of its own: an instructor's cell

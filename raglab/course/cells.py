@@ -33,6 +33,48 @@ def grade_prefix(stem: str) -> str:
     return f"{stem[:2]}-{stem.split('_')[1]}" if stem in LATER_PARTS else stem[:2]
 
 
+# A code cell only the automated notebook test needs (it checks properties of an output that varies from
+# run to run): tagged so in the instructor's notebook, left out of the student release and the rendered pages.
+TEST_ONLY = "test-only"
+# Words of the project that must not reach a learner: its tracker, its research runs' lever codes, its tests'
+# markers, and folders the student bundle does not ship.
+PROJECT_WORDS = {
+    "an nbval marker": re.compile(r"NBVAL"),
+    "the word 'issue'": re.compile(r"\bissues?\b", re.I),
+    "a path into scripts/": re.compile(r"\bscripts/"),
+    "a path into bench/": re.compile(r"\bbench/"),
+    "a lever code": re.compile(r"\b[A-Z]-[A-Z]\d+(?:-[\w+]+)+"),
+    "the word 'seam'": re.compile(r"\bseams?\b", re.I),
+}
+_NBVAL_COMMENT = re.compile(r"^[ \t]*#[ \t]*NBVAL_\w+.*(?:\n|$)", re.M)
+
+
+def for_readers(nb):
+    """What a learner reads of an instructor's notebook (in place, and returned): no ``test-only`` cell and
+    no nbval comment marker (nbval reads the same instruction from a cell tag such as ``nbval-ignore-output``).
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\\nprint(1)"),
+    ...                                      nbformat.v4.new_code_cell("assert 1", metadata={"tags": [TEST_ONLY]})])
+    >>> [c.source for c in for_readers(nb).cells]
+    ['print(1)']
+    """
+    nb.cells = [c for c in nb.cells if TEST_ONLY not in c.metadata.get("tags", [])]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = _NBVAL_COMMENT.sub("", cell.source)
+    return nb
+
+
+def project_words(text: str) -> list[str]:
+    """The project's own words in ``text`` (``PROJECT_WORDS``), each as ``what ('the text')``.
+
+    >>> project_words("Fixed in issue 44: see scripts/answer_loss.py")
+    ["the word 'issue' ('issue')", "a path into scripts/ ('scripts/')"]
+    """
+    return [f"{what} ({m.group(0)!r})" for what, pattern in PROJECT_WORDS.items() for m in pattern.finditer(text)]
+
+
 def mark_cells(nb, stem: str):
     """Give the exercise cells nbgrader's metadata (in place): answer cells become solution cells,
     self-check cells locked grade cells with their points. Returns the number of self-checks.

@@ -32,7 +32,7 @@ from pathlib import Path
 from unittest import mock
 
 from raglab.course import rubric
-from raglab.course.cells import ASSIGNMENT, HIDDEN, SOLUTION, _error_text, cell_runs, mark_cells, ran_status
+from raglab.course.cells import ASSIGNMENT, HIDDEN, SOLUTION, _error_text, cell_runs, for_readers, mark_cells, ran_status
 from raglab.course.exercises import STUB
 from raglab.course.gradebook import write_feedback
 from raglab.course.grades import NOT_ANSWERED, Check, StudentGrade, _grade_cell_why, answered
@@ -60,7 +60,8 @@ def _api(root: Path, timeout: int = 1800, sockets: Path | None = None):
 
 
 def prepare_source(root: Path, folder: Path | None = None, only: list[str] | None = None) -> list[str]:
-    """Copy the workbook's notebooks (or the ``only`` stems) into an nbgrader course folder, marked."""
+    """Copy the workbook's notebooks (or the ``only`` stems) into an nbgrader course folder, marked, without
+    the cells only the automated tests need (``raglab.course.cells.for_readers``)."""
     import nbformat  # lazy
 
     source = root / "source" / ASSIGNMENT
@@ -69,7 +70,7 @@ def prepare_source(root: Path, folder: Path | None = None, only: list[str] | Non
     for path in notebooks(folder):
         if only and path.stem not in only:
             continue
-        nb = nbformat.read(path, as_version=4)
+        nb = for_readers(nbformat.read(path, as_version=4))
         mark_cells(nb, path.stem)
         for cell in nb.cells:
             if cell.cell_type == "code":

@@ -8,6 +8,7 @@ from pathlib import Path
 from raglab.base import config
 from raglab.infra.assemble import build_assistant
 from raglab.course import artifacts, timings
+from raglab.course.cells import for_readers
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
 from raglab.evaluation.golden import golden_file
@@ -47,10 +48,13 @@ def execute(path: Path, timeout: int = 1800, allow_errors: bool = False):
 
 
 def render_html(nb, dest: Path) -> Path:
-    """Write a static HTML copy of an executed notebook."""
+    """Write a static HTML copy of an executed notebook, as a learner reads it (``for_readers``: without
+    the cells only the automated tests need)."""
+    import copy
+
     from nbconvert import HTMLExporter  # lazy: only when notebooks run
 
-    body, _ = HTMLExporter().from_notebook_node(nb)
+    body, _ = HTMLExporter().from_notebook_node(for_readers(copy.deepcopy(nb)))
     with atomic_open(dest) as fh:
         fh.write(body)
     return dest

@@ -98,7 +98,12 @@ def test_each_kind_of_leak_planted_in_a_copy_is_found(built, tmp_path):
     (copy / "data" / "results.json").write_text("{}")
     executed = nbformat.read(grading.notebooks()[1], as_version=4)          # the instructor's, with outputs
     nbformat.write(executed, copy / "notebooks" / "extra.ipynb")
+    blank = nbformat.read(next((copy / "notebooks").glob("01_*.ipynb")), as_version=4)
+    blank.cells.append(nbformat.v4.new_markdown_cell("Measured in scripts/answer_loss.py for issue 44."))
+    nbformat.write(blank, copy / "notebooks" / "planted.ipynb")
     found = bundle.leaks(copy, forbidden)
+    assert any("notebooks/planted.ipynb: says the word 'issue'" in p for p in found)
+    assert any("notebooks/planted.ipynb: says a path into scripts/" in p for p in found)
     assert any("evals/notes.md" in p and solution in p for p in found)
     assert any("data/results.json: a milestone artifact" in p for p in found)
     assert any("notebooks/extra.ipynb: an executed notebook" in p for p in found)

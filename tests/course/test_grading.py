@@ -52,6 +52,25 @@ def test_a_self_check_prints_pass_or_raises_with_the_reason(capsys):
             exercises.check("t", test)
 
 
+def test_in_a_notebook_the_hidden_checks_that_pass_read_as_one_line_per_exercise():
+    """A graded notebook shows each public check, one line for each exercise's passing hidden checks, and a
+    failing hidden check in full."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        'import raglab as rl\n'
+        'rl.exercises.check("4. by hand", lambda: (True, "ok"))\n'
+        'for i in range(5):\n'
+        '    rl.exercises.check(f"4. hidden: case {i}", lambda: (True, f"case {i} agrees"))\n'
+        'rl.exercises.check("5. hidden: an edge", lambda: (True, "agrees"))\n'
+        'rl.exercises.check("5. hidden: another", lambda: (False, "3 words dropped"))')])
+    from nbclient import NotebookClient
+    NotebookClient(nb, allow_errors=True, kernel_name="python3").execute()
+    printed = "".join(o.text for o in nb.cells[0].outputs if o.output_type == "stream")
+    assert printed == ("PASS  4. by hand: ok\nPASS  4. hidden tests: 5 passed\n"
+                       "PASS  5. hidden tests: 1 passed\n")
+    error = next(o for o in nb.cells[0].outputs if o.output_type == "error")
+    assert error.evalue == "FAIL  5. hidden: another: 3 words dropped"
+
+
 def _notebook_function(source: str, **names):
     """A function defined as in a notebook cell (module ``__main__``), with these names in its globals."""
     ns = {"__name__": "__main__", **names}
