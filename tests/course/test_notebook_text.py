@@ -25,11 +25,15 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 # Numbers a notebook's prose may cite without its run printing them: constants of a formula or a convention.
 CONSTANTS = {
-    "0.975": "the upper percentile of a 95% bootstrap interval",
-    "0.025": "the lower percentile of a 95% bootstrap interval",
+    "95": "the level of the course's bootstrap intervals (95%)",
+    "97.5": "the upper percentile of a 95% bootstrap interval",
+    "2.5": "the lower percentile of a 95% bootstrap interval",
+    "135": "the packaged model's size, in its name (SmolLM2-135M)",
+    "497": "the pages of the whole Python docs (`raglab corpus info --corpus python-docs`)",
 }
 
-NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(%?)(?!\w)")
+NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(%?)(?!\w|\.\d)")     # not a version (4.5.0)
+QUOTED = re.compile(r'"[^"]{0,200}"|“[^”]{0,200}”')
 QUESTION_ID = re.compile(r"\bpy-\d{3,}\b")
 
 
@@ -62,9 +66,9 @@ def run_values(nb) -> set[float]:
 
 
 def cited(markdown: str) -> list[tuple[str, str]]:
-    """The numbers a Markdown cell cites: not inside code spans or link targets, and not a small whole number
-    (list items, "top 5")."""
-    prose = re.sub(r"\]\([^)]*\)", "]", re.sub(r"`[^`]*`", " ", markdown))
+    """The numbers a Markdown cell cites: not inside code spans, link targets or quoted examples, and not a small
+    whole number (list items, "top 5")."""
+    prose = QUOTED.sub(" ", re.sub(r"\]\([^)]*\)", "]", re.sub(r"`[^`]*`", " ", markdown)))
     return [(d, p) for d, p in NUMBER.findall(prose)
             if "." in d or p or float(d.replace(",", "")) >= 10]
 
