@@ -123,7 +123,7 @@ def _results(r: dict) -> list[str]:
 
 
 def _full_docs(r: dict) -> list[str]:
-    """The headline on the whole docs (notebook 07 records it from the committed full-profile run)."""
+    """The headline on the whole docs (notebook 08 records it from the committed full-profile run)."""
     f = r.get("full_docs")
     if not f:
         return []

@@ -72,15 +72,20 @@ def chunk_map(doc_length: int, layouts: dict[str, list[Chunk]], headings: Sequen
 
 
 def evidence_plot(answerable: Sequence[float], unanswerable: Sequence[float], threshold: float):
-    """Evidence strength of answerable and unanswerable questions, with the refusal threshold."""
+    """Evidence strength of answerable and unanswerable questions (a histogram: whole questions per bin), with
+    the refusal threshold as a dashed line."""
     plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(7, 3))
     bins = [i / 40 for i in range(12, 41)]
     ax.hist(answerable, bins=bins, alpha=0.7, label=f"answerable ({len(answerable)})", color="#4C72B0")
     ax.hist(unanswerable, bins=bins, alpha=0.8, label=f"unanswerable ({len(unanswerable)})", color="#C44E52")
     ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:.3f}")
     ax.set_xlabel("evidence strength (top reranked score)")
-    ax.set_ylabel("questions")
+    ax.set_ylabel("questions (count)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("Unanswerable questions should fall left of the threshold, answerable ones right of it", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
