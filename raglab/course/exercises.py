@@ -187,9 +187,10 @@ def stage(name: str, yours: Callable, library: Callable, *probe, **probe_kw) -> 
     record_stage(name, {"milestone": milestone, "stage": what, "by": who, "function": fn_name,
                         "sha256": source if who != FALLBACK else None, "why": why})
     if who == FALLBACK:
-        print(f"{what}: raglab's `{library.__name__}` stands in ({why}); this milestone's artifacts are not yours yet.")
+        print(f"{what}: raglab's `{library.__name__}` runs in its place ({why}); what this milestone saves is not "
+              "yours yet and earns no points.")
     elif who == COPY:
-        print(f"{what}: {why}; it runs, but the milestone's artifacts count as raglab's.")
+        print(f"{what}: {why}; it runs, but what this milestone saves counts as raglab's.")
     else:
         print(f"{what}: your `{fn_name}` (source {source}) makes this milestone's artifacts.")
     return used

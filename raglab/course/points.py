@@ -7,9 +7,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from raglab.base import config
 from raglab.course import cells
+from raglab.course.blocks import readme_block, replace_block  # noqa: F401  (the README tests read blocks here)
+from raglab.course.criteria import CRITERIA
 from raglab.course.grades import PASS_MARK
-from raglab.course.milestones import by_notebook
+from raglab.course.milestones import by_notebook, table
+from raglab.course.submission_criteria import SUBMISSION_CRITERIA
 from raglab.course.workbook import notebooks
 
 GRADING_BEGIN = "<!-- grading page: made by raglab.course.points.grading_page -->"
@@ -54,9 +58,6 @@ def notebook_points(path: Path) -> NotebookPoints:
 def criteria_by_notebook() -> dict[str, int]:
     """How many rubric criteria read each notebook number's artifacts (the golden set of the student's
     own counts under 06); the copy flags earn nothing and are not counted."""
-    from raglab.course.criteria import CRITERIA
-    from raglab.course.submission_criteria import SUBMISSION_CRITERIA
-
     out: dict[str, int] = {}
     for milestone, _, _, nb, _ in [*CRITERIA, *SUBMISSION_CRITERIA]:
         if milestone != "flag":
@@ -133,23 +134,6 @@ def grading_page(folder: Path | None = None) -> str:
         "", INSTRUCTOR])
 
 
-def readme_block(text: str, begin: str, end: str) -> str:
-    """The part of ``text`` from the ``begin`` marker to the ``end`` marker, both included."""
-    if begin not in text or end not in text:
-        raise ValueError(f"no block between {begin!r} and {end!r}")
-    return text[text.index(begin):text.index(end) + len(end)]
-
-
-def replace_block(text: str, begin: str, end: str, body: str) -> str:
-    """``text`` with the block between the markers replaced by ``body`` (markers kept).
-
-    >>> replace_block("a <!--b--> old <!--e--> z", "<!--b-->", "<!--e-->", "new")
-    'a <!--b-->\\nnew\\n<!--e--> z'
-    """
-    old = readme_block(text, begin, end)
-    return text.replace(old, f"{begin}\n{body}\n{end}")
-
-
 MILESTONES_BEGIN = "<!-- milestones: made by raglab.course.milestones.table -->"
 MILESTONES_END = "<!-- end of the milestones -->"
 WRITE_BEGIN = "<!-- what you write: made by tests/course/test_course_tables.py -->"
@@ -158,8 +142,6 @@ WRITE_END = "<!-- end of what you write -->"
 
 def readme_blocks(folder: Path | None = None) -> dict[tuple[str, str], str]:
     """The README's generated blocks, by their markers: the milestones, the grading page, what you write."""
-    from raglab.course.milestones import table
-
     present = {p.stem for p in Path(folder or notebooks()[0].parent).glob("*.ipynb")}
     return {(MILESTONES_BEGIN, MILESTONES_END): table(present),
             (GRADING_BEGIN, GRADING_END): grading_page(folder),
@@ -175,7 +157,5 @@ def update_readme(readme: Path, folder: Path | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from raglab.base import config
-
     update_readme(config.PROJECT_ROOT / "README.md")
     print("README.md: the milestones, the grading page and what you write are the notebooks' again")

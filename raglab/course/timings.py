@@ -10,6 +10,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.base.files import atomic_open
+from raglab.course.blocks import replace_block
 
 FILE = "timings.json"
 COMMITTED = config.PROJECT_ROOT / "docs" / FILE
@@ -59,8 +60,6 @@ def table(t: dict) -> str:
 
 def update(run: Path = Path("build") / FILE, readme: Path = README) -> None:
     """Commit a run's timings: copy them to ``docs/timings.json`` and rewrite the README's table."""
-    from raglab.course.points import replace_block
-
     t = load(run)
     COMMITTED.parent.mkdir(exist_ok=True)
     COMMITTED.write_text(json.dumps(t, indent=2) + "\n")

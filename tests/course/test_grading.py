@@ -99,7 +99,7 @@ def test_the_seam_uses_the_students_function_raglabs_while_it_is_blank_and_recor
         made[fn] = artifacts.load_results(tmp_path)["stages"]["fusion"]
         assert made[fn]["by"] == by and made[fn]["milestone"] == "03"
     out = capsys.readouterr().out
-    assert "raglab's `rrf` stands in (your `my_rrf` is not written yet)" in out and "KeyError: 'missing'" in out
+    assert "raglab's `rrf` runs in its place (your `my_rrf` is not written yet)" in out and "KeyError: 'missing'" in out
     assert "calls raglab's `rrf`" in made[copied]["why"] and made[blank]["sha256"] is None
     assert made[mine]["sha256"] == exercises.fingerprint(mine) != exercises.fingerprint(copied)
     def not_set():

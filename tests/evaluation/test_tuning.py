@@ -4,7 +4,7 @@
 - the committed dev run (``evals/results/python-docs-full-tuning.json``, made by
   ``RAGLAB_PROFILE=full raglab tune --out ...``) holds exactly the dev questions, and the threshold
   ``choose_threshold`` picks from its evidence strengths is the registry's;
-- the retrieval defaults are the configuration the lab's selection rule (``headline.dev_choice``)
+- the retrieval defaults are the configuration the lab's selection rule (``full_lab.dev_choice``)
   picks from its dev table (``evals/full_docs_lab.md``), and the rule picks differently when the
   table says otherwise.
 """
@@ -18,7 +18,7 @@ from raglab.base import config
 from raglab.book.refusal import choose_threshold
 from raglab.infra.corpora import entry, threshold_for
 from raglab.evaluation import tuning
-from raglab.evaluation.headline import dev_choice, lab_levers
+from raglab.evaluation.full_lab import dev_choice, lab_levers
 
 EVALS = Path(config.PROJECT_ROOT, "evals")
 GOLDEN = EVALS / "python_docs_full.jsonl"

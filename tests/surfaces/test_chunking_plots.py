@@ -8,8 +8,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from raglab.surfaces.plots import (bakeoff_bars, cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens,  # noqa: E402
-                                   score_vs_size)
+from raglab.surfaces.plots import bakeoff_bars, score_vs_size  # noqa: E402
+from raglab.surfaces.race_plots import cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens  # noqa: E402
 
 RACE = pd.DataFrame([
     # chunking, retriever, mean_tokens, recall@5, lo, hi, index_seconds, index_mb, chunks

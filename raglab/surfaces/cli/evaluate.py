@@ -25,7 +25,8 @@ from raglab.experiments.rewriters import make_rewriter
 from raglab.infra.corpora import REGISTRY
 from raglab.infra.packaged_models import TRAINED_PREFIX
 from raglab.surfaces.cli.options import answer_opts, assistant_for, chunking_opts, common_opts, emit
-from raglab.surfaces.plots import bakeoff_bars, hit_heatmap, quality_vs_cost, recall_vs_tokens, score_vs_size
+from raglab.surfaces.plots import bakeoff_bars, score_vs_size
+from raglab.surfaces.race_plots import hit_heatmap, quality_vs_cost, recall_vs_tokens
 
 
 def cmd_eval(args) -> int:
