@@ -52,6 +52,15 @@ def _spread_labels(ax, rounds: int = 40):
             return
 
 
+def _finish(fig, ax, default):
+    """A race chart's last steps: the legend when a default is marked, the layout, labels moved apart."""
+    if default is not None:
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    _spread_labels(ax)
+    return fig
+
+
 def recall_vs_tokens(table, metric: str = "recall@5", retriever: str = "hybrid", default: str | None = None,
                      limit: int = 256):
     """One retriever's score against mean chunk length in tokens, one point per chunking with its
@@ -63,11 +72,7 @@ def recall_vs_tokens(table, metric: str = "recall@5", retriever: str = "hybrid",
     ax.text(limit, 0.98, " model limit", transform=ax.get_xaxis_transform(), color="#C44E52", fontsize=8, va="top")
     ax.set_xlabel("mean tokens per chunk")
     ax.set_title(f"{metric} against chunk size ({retriever}): past the dashed line the model truncates", fontsize=10)
-    if default is not None:
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    _spread_labels(ax)
-    return fig
+    return _finish(fig, ax, default)
 
 
 def quality_vs_cost(table, metric: str = "recall@5", cost: str = "index_seconds", retriever: str = "hybrid",
@@ -81,11 +86,7 @@ def quality_vs_cost(table, metric: str = "recall@5", cost: str = "index_seconds"
     _race_points(ax, table, cost, metric, retriever, default)
     ax.set_xlabel(COST_LABELS.get(cost, cost))
     ax.set_title(f"{metric} against {COST_LABELS.get(cost, cost)} ({retriever}): up and left is better", fontsize=10)
-    if default is not None:
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    _spread_labels(ax)
-    return fig
+    return _finish(fig, ax, default)
 
 
 def hit_heatmap(per_question, metric: str = "hit@5", retriever: str = "hybrid"):
