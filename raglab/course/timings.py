@@ -19,9 +19,12 @@ BEGIN = "<!-- timings: made by raglab.course.timings from docs/timings.json -->"
 END = "<!-- end of the timings -->"
 
 
-def record(out: Path, seconds: dict[str, float], total: float) -> Path:
-    """Write one run's timings (``out/timings.json``): the machine, the profile, each notebook, the whole run."""
+def record(out: Path, seconds: dict[str, float], total: float, caches: str | None = None) -> Path:
+    """Write one run's timings (``out/timings.json``): the machine, the profile, how the caches stood when the
+    run began (``cold``: an empty working folder, so every model, index and embedding was built; ``warm``), each
+    notebook, the whole run."""
     data = {"profile": config.profile(), "cores": os.cpu_count(), "python": platform.python_version(),
+            **({"caches": caches} if caches else {}),
             "notebooks": {k: round(v, 1) for k, v in seconds.items()}, "total_s": round(total, 1)}
     with atomic_open(Path(out) / FILE) as fh:
         json.dump(data, fh, indent=2)
@@ -46,14 +49,15 @@ def minutes(seconds: float) -> str:
 def table(t: dict) -> str:
     """The README's table: each notebook and the whole main job, as measured.
 
-    >>> print(table({"cores": 2, "profile": "small", "notebooks": {"00_setup": 3.2}, "total_s": 70}))
-    | step (small profile, 2 cores) | time |
+    >>> print(table({"cores": 2, "profile": "small", "caches": "cold", "notebooks": {"00_setup": 3.2}, "total_s": 70}))
+    | step (small profile, 2 cores, cold caches) | time |
     | --- | --- |
     | notebook `00_setup` | 3 s |
     | `raglab workbook`: every notebook, then the rubric, the report and the scoreboard | 1 min 10 s |
     """
     rows = [f"| notebook `{name}` | {minutes(s)} |" for name, s in t["notebooks"].items()]
-    return "\n".join([f"| step ({t['profile']} profile, {t['cores']} cores) | time |", "| --- | --- |", *rows,
+    caches = f", {t['caches']} caches" if t.get("caches") else ""
+    return "\n".join([f"| step ({t['profile']} profile, {t['cores']} cores{caches}) | time |", "| --- | --- |", *rows,
                       f"| `raglab workbook`: every notebook, then the rubric, the report and the scoreboard | "
                       f"{minutes(t['total_s'])} |"])
 
