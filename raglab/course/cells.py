@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from raglab.course.exercises import STUB_CALL
+from raglab.course.milestones import MILESTONES
 
 ASSIGNMENT = "raglab"
 SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
@@ -20,7 +21,7 @@ NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
 HIDDEN = "### BEGIN HIDDEN TESTS"
 # A milestone's later notebooks (milestone 7: the bake-off, then the chunking lab): their grade ids carry their
 # first word, so that ids (and the gradebook's columns) stay unique across the course.
-LATER_PARTS = ("07_chunking_lab",)
+LATER_PARTS = tuple(m.notebook for m in MILESTONES if m.part > 1)
 
 
 def grade_prefix(stem: str) -> str:
