@@ -86,9 +86,9 @@ def mark_cells(nb, stem: str):
     >>> mark_cells(nb, "01_demo"), nb.cells[1].metadata.nbgrader["points"], nb.cells[0].metadata.nbgrader["solution"]
     (1, 2, True)
     """
-    n = manual = 0
+    n = manual = answers = 0          # counted, not cell positions: the release leaves out the test-only cells
     prefix = grade_prefix(stem)
-    for i, cell in enumerate(nb.cells):
+    for cell in nb.cells:
         if cell.cell_type == "markdown":
             m = BY_HAND.match(cell.source)
             if m:
@@ -107,7 +107,8 @@ def mark_cells(nb, stem: str):
             meta = {"grade": True, "solution": False, "locked": True, "points": int(m.group(1) or 1),
                     "grade_id": f"{prefix}-check-{n}"}
         elif SOLUTION in cell.source:
-            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{prefix}-answer-{i}"}
+            answers += 1
+            meta = {"grade": False, "solution": True, "locked": False, "grade_id": f"{prefix}-answer-{answers}"}
         if meta:
             cell.metadata["nbgrader"] = {**meta, "schema_version": 3}
         else:

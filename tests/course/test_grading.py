@@ -40,6 +40,12 @@ def test_markers_become_nbgrader_metadata_and_other_cells_lose_it():
     meta = [c.metadata.get("nbgrader") for c in nb.cells]
     assert meta[0] is None and meta[1]["solution"] and not meta[1]["grade"]
     assert (meta[2]["points"], meta[3]["points"]) == (2, 1) and meta[2]["locked"] and meta[2]["grade_id"] == "03-check-1"
+    assert meta[1]["grade_id"] == "03-answer-1"
+    # a cell only the tests need, which the release leaves out, moves no id
+    nb.cells.insert(0, nbformat.v4.new_code_cell("assert 1", metadata={"tags": [cells.TEST_ONLY]}))
+    cells.mark_cells(nb, "03_demo")
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in cells.for_readers(nb).cells] == \
+        [None, "03-answer-1", "03-check-1", "03-check-2"]
 
 
 def test_a_self_check_prints_pass_or_raises_with_the_reason(capsys):
