@@ -9,7 +9,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.course import cells
-from raglab.course.blocks import readme_block, replace_block  # noqa: F401  (the README tests read blocks here)
+from raglab.course.blocks import replace_block
 from raglab.course.criteria import CRITERIA
 from raglab.course.grades import PASS_MARK
 from raglab.course.milestones import by_notebook, table

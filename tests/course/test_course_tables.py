@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from raglab.course import points
+from raglab.course import blocks, points
 
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN, END = points.WRITE_BEGIN, points.WRITE_END
@@ -29,5 +29,5 @@ def test_readme_blocks_are_the_notebooks(markers):
     readme = (ROOT / "README.md").read_text()
     body = points.readme_blocks()[markers]
     expected = "\n".join([markers[0], body, markers[1]])
-    assert points.readme_block(readme, *markers) == expected, \
+    assert blocks.readme_block(readme, *markers) == expected, \
         "stale: run `python -m raglab.course.points` to rewrite the README's blocks"

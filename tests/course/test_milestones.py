@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.course import bundle, criteria, milestones, points
+from raglab.course import blocks, bundle, criteria, milestones, points
 from raglab.course.gradebook import columns, row
 from raglab.course.grades import PASS_MARK, TO_GRADE, Check, StudentGrade
 from raglab.course.rubric import Criterion
@@ -129,7 +129,7 @@ def test_readme_times_are_the_committed_timings():
     assert set(committed["notebooks"]) == {p.stem for p in NOTEBOOKS if p.stem[:2].isdigit()}, \
         "a notebook was added or removed: run `raglab workbook`, then `python -m raglab.course.timings`"
     readme = (ROOT / "README.md").read_text()
-    assert points.readme_block(readme, timings.BEGIN, timings.END) == \
+    assert blocks.readme_block(readme, timings.BEGIN, timings.END) == \
         "\n".join([timings.BEGIN, timings.table(committed), timings.END])
 
 

@@ -1,15 +1,10 @@
 """The chunking-race and bake-off charts: what they draw, checked on small hand-made tables (no pixels)."""
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from raglab.surfaces.plots import bakeoff_bars, score_vs_size  # noqa: E402
-from raglab.surfaces.race_plots import cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens  # noqa: E402
+from raglab.surfaces.plots import bakeoff_bars, score_vs_size
+from raglab.surfaces.race_plots import cut_points, hit_heatmap, quality_vs_cost, recall_vs_tokens
 
 RACE = pd.DataFrame([
     # chunking, retriever, mean_tokens, recall@5, lo, hi, index_seconds, index_mb, chunks
@@ -22,14 +17,6 @@ RACE = pd.DataFrame([
 ], columns=["chunking", "retriever", "mean_tokens", "recall@5", "recall@5_lo", "recall@5_hi",
             "index_seconds", "index_mb", "chunks"])
 
-
-@pytest.fixture
-def close():
-    """Figures the test drew, closed afterwards."""
-    figures = []
-    yield figures.append
-    for fig in figures:
-        plt.close(fig)
 
 
 def points(ax):

@@ -1,23 +1,9 @@
-"""The milestone charts of notebooks 01, 02, 03, 05 and 06: labels, tick labels and what is drawn (no pixels)."""
-import matplotlib
+"""The milestone charts of notebooks 01 to 06: labels, tick labels and what is drawn (no pixels)."""
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
-
-from raglab.surfaces import plots  # noqa: E402
-
-
-@pytest.fixture
-def close():
-    figures = []
-    yield figures.append
-    for fig in figures:
-        plt.close(fig)
+from raglab.surfaces import plots
 
 
 def bars(ax):
@@ -98,3 +84,15 @@ def test_access_mix_stacks_each_users_top_k_by_access_group(close):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["public user", "premium user"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["public chunks", "premium chunks"]
     assert ax.get_xlim() == (0, 5) and "top 5" in ax.get_xlabel()
+
+
+def test_the_evidence_histogram_counts_whole_questions_and_draws_the_threshold(close):
+    fig = plots.evidence_plot([0.7, 0.72, 0.8, 0.65, 0.9], [0.45, 0.5], 0.607)
+    close(fig)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    assert ax.get_xlabel().startswith("evidence strength") and "questions" in ax.get_ylabel() and ax.get_title()
+    ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    assert any(isinstance(p, Rectangle) and p.get_height() > 0 for p in ax.patches)     # bars, not lines
+    assert [line.get_xdata()[0] for line in ax.get_lines()] == [0.607]
