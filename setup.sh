@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
-# a portable llama.cpp build (the wheel pip caches then suits any x86-64 machine)
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+# the local model server's llama.cpp: a portable build (the wheel pip caches then suits any x86-64 machine) of
+# only the libraries a text model loads (config/llama_cpp_text_only.cmake says which and why)
+llama_flags="-DGGML_NATIVE=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE='$PWD/config/llama_cpp_text_only.cmake'"
+export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps -e .

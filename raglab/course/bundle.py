@@ -44,7 +44,7 @@ from raglab.base.files import atomic_dir, atomic_open
 
 NAME = "raglab-course"
 # what the notebooks read besides the library: copied from the course folder into the bundle
-DATA = ("data", "evals", "config/prices.json", "config/tokens.example.json")
+DATA = ("data", "evals", "config/prices.json", "config/tokens.example.json", "config/llama_cpp_text_only.cmake")
 # the files a milestone run saves (raglab.course.artifacts): none may ship
 ARTIFACT = re.compile(r"(^|/)(results\.json|rubric\.(md|json)|m\d_[\w.-]+|bakeoff_\w+\.png|exp_\w+\.png)$")
 
@@ -60,8 +60,10 @@ INSTALL = """#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-# a portable llama.cpp build for notebook 08's local model (about 13 minutes the first time; pip caches it)
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+# notebook 08's local model server: a portable llama.cpp build of only the libraries a text model loads
+# (config/llama_cpp_text_only.cmake; about 2 minutes the first time, then pip reuses the wheel it cached)
+llama_flags="-DGGML_NATIVE=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE='$PWD/config/llama_cpp_text_only.cmake'"
+export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps --force-reinstall wheels/*.whl
@@ -82,7 +84,7 @@ python3.11 -m venv .venv && . .venv/bin/activate && ./install.sh   # 1. install 
 jupyter lab notebooks/                                              # 2. open the workbook
 ```
 
-The first install builds the local model server (llama-cpp-python) from source: about 15 minutes on two
+The first install builds the local model server (llama-cpp-python) from source: about 2 minutes on two
 cores, once. Open `00_setup.ipynb` first: it checks your machine.
 
 ## Milestone 1
