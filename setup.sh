@@ -5,6 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+# how this install began, for the README's timing table (build/setup.json; raglab.course.timings)
+started=$SECONDS
+if python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llama_cpp') is None)"; then
+  environment=installed; else environment=new; fi
+pip_cache_dir=$(python -m pip cache dir 2>/dev/null || true)
+if [ -n "$pip_cache_dir" ] && [ -n "$(ls -A "$pip_cache_dir" 2>/dev/null)" ]; then pip_cache=filled; else pip_cache=empty; fi
 # the local model server's llama.cpp: a portable build (the wheel pip caches then suits any x86-64 machine) of
 # only the libraries a text model loads (config/llama_cpp_text_only.cmake says which and why)
 llama_flags="-DGGML_NATIVE=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE='$PWD/config/llama_cpp_text_only.cmake'"
@@ -12,6 +18,7 @@ export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
 python -m pip install -q -r requirements.txt
 python -m pip install -q --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps -e .
+python -m raglab.course.timings setup "$((SECONDS - started))" "$environment" "$pip_cache"
 if [ "${1:-}" = "--tests" ]; then
   if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null

@@ -72,7 +72,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     out = Path(out)
     out_dir = out / "notebooks"
     where = Path(os.environ.setdefault(artifacts.ENV, str((out / "artifacts").resolve())))
-    written, seconds, begun = [], {}, time.perf_counter()
+    written, seconds, begun, began_at = [], {}, time.perf_counter(), time.time()
     caches = "warm" if any(config.work_dir().iterdir()) else "cold"
     print(f"raglab workbook: profile {config.profile()}, {len(notebooks(folder))} notebooks")
     for path in notebooks(folder):
@@ -96,7 +96,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     print(f"rubric:             {rubric_path.resolve()} ({passed} of {len(rubric)} criteria pass"
           + "".join(f"; FAIL: {r.criterion}: {r.why}" for r in rubric if not r.passed) + ")")
     print(f"report:             {report_html.resolve()} (Markdown: {report_md.name} beside it)")
-    took = timings.record(out, seconds, time.perf_counter() - begun, caches)
+    took = timings.record(out, seconds, time.perf_counter() - begun, caches, timings.setup_before(out, began_at))
     print(f"timings:            {took.resolve()} ({timings.minutes(time.perf_counter() - begun)} in all)")
     return passed == len(rubric)
 

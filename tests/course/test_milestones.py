@@ -140,3 +140,23 @@ def test_the_main_job_records_its_timings(tmp_path):
     t = timings.load(path)
     assert t["notebooks"] == {"00_setup": 3.1} and t["total_s"] == 70.0 and t["cores"] >= 1
     assert "| notebook `00_setup` | 3 s |" in timings.table(t)
+    assert "setup" not in t and "setup.sh" not in timings.table(t)          # no set-up ran before it
+
+
+def test_the_set_up_joins_the_timings_only_when_it_ran_just_before(tmp_path):
+    """``./setup.sh && raglab workbook``: the set-up's own seconds join the workbook's when it ended just before
+    the workbook began, not when it ran long before (or after)."""
+    import json
+
+    from raglab.course import timings
+
+    path = timings.record_setup(tmp_path, 211.4, "new", "empty")
+    ended = json.loads(path.read_text())["ended"]
+    assert timings.setup_before(tmp_path, ended + 5)["seconds"] == 211.4
+    assert timings.setup_before(tmp_path, ended + timings.CHAINED + 1) is None      # an older install
+    assert timings.setup_before(tmp_path, ended - 1) is None                        # a set-up after the workbook began
+    t = timings.load(timings.record(tmp_path, {"00_setup": 3.0}, 300.0, "cold", timings.setup_before(tmp_path, ended + 5)))
+    assert t["setup"] == {"seconds": 211.4, "environment": "new", "pip_cache": "empty"}
+    rows = timings.table(t).splitlines()
+    assert rows[2].startswith("| `./setup.sh`: a new environment, pip's cache empty") and rows[2].endswith("| 3 min 31 s |")
+    assert rows[-1] == "| **`./setup.sh && raglab workbook`** | **8 min 31 s** |"                    # 211.4 + 300

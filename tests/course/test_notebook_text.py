@@ -3,8 +3,10 @@ and true to its run:
 
 - no project vocabulary (``raglab.course.cells.PROJECT_WORDS``): nbval markers, "issue", paths into ``scripts/``
   or ``bench/`` (the student bundle ships neither), lever codes of the research runs, the word "seam";
-- every number the Markdown cites (decimals, percentages, whole numbers from 10 up) is found in the same
-  notebook's code or outputs, at the precision the prose gives it, or is a constant listed below with its reason;
+- every number the Markdown cites is printed by the run, at the precision the prose gives it, or is a constant
+  listed below with its reason: a decimal or a percentage (a result) by the code or outputs of its own section
+  (the cells under the same heading), a whole number from 10 up (a count or a setting) anywhere in the notebook,
+  and a number in a model answer (it sums up the whole notebook) anywhere too;
 - every golden question id the Markdown names (model answers included) is in a golden set that ships.
 
 The student bundle refuses the same words in its notebooks (``raglab.course.bundle.leaks``).
@@ -17,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from raglab.course.cells import PROJECT_WORDS, for_readers, project_words
+from raglab.course.cells import BY_HAND, PROJECT_WORDS, for_readers, project_words
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -30,10 +32,12 @@ CONSTANTS = {
     "2.5": "the lower percentile of a 95% bootstrap interval",
     "135": "the packaged model's size, in its name (SmolLM2-135M)",
     "497": "the pages of the whole Python docs (`raglab corpus info --corpus python-docs`)",
+    "3.11": "the Python version whose documentation is the corpus",
 }
 
 NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(%?)(?!\w|\.\d)")     # not a version (4.5.0)
 QUOTED = re.compile(r'"[^"]{0,200}"|“[^”]{0,200}”')
+MATH = re.compile(r"\$[^$\n]+\$")                # a formula's constants are not results of a run
 QUESTION_ID = re.compile(r"\bpy-\d{3,}\b")
 
 
@@ -66,9 +70,9 @@ def run_values(nb) -> set[float]:
 
 
 def cited(markdown: str) -> list[tuple[str, str]]:
-    """The numbers a Markdown cell cites: not inside code spans, link targets or quoted examples, and not a small
-    whole number (list items, "top 5")."""
-    prose = QUOTED.sub(" ", re.sub(r"\]\([^)]*\)", "]", re.sub(r"`[^`]*`", " ", markdown)))
+    """The numbers a Markdown cell cites: not inside code spans, formulas, link targets or quoted examples, and
+    not a small whole number (list items, "top 5")."""
+    prose = QUOTED.sub(" ", re.sub(r"\]\([^)]*\)", "]", MATH.sub(" ", re.sub(r"`[^`]*`", " ", markdown))))
     return [(d, p) for d, p in NUMBER.findall(prose)
             if "." in d or p or float(d.replace(",", "")) >= 10]
 
@@ -92,12 +96,40 @@ def test_what_a_learner_reads_has_no_project_words(path):
     assert not hits, f"{path.name}: " + "; ".join(hits)
 
 
+def sections(nb) -> list[int]:
+    """Each cell's section: the count of headings (Markdown cells starting with ``#``) up to and including it."""
+    count, out = 0, []
+    for cell in nb.cells:
+        count += cell.cell_type == "markdown" and cell.source.lstrip().startswith("#")
+        out.append(count)
+    return out
+
+
+def where_printed(nb) -> dict[int, set[float]]:
+    """The numbers each section's code and outputs print."""
+    section = sections(nb)
+    return {k: run_values(nbformat.v4.new_notebook(cells=[c for c, s in zip(nb.cells, section) if s == k]))
+            for k in set(section)}
+
+
+def unprinted(nb) -> list[str]:
+    """The numbers the prose cites that the run does not print where the test's rules ask (the module's docstring)."""
+    anywhere, by_section, section = run_values(nb), where_printed(nb), sections(nb)
+    missing = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        model_answer = BY_HAND.match(cell.source) is not None
+        for d, p in cited(cell.source):
+            result = ("." in d or p) and not model_answer
+            if d not in CONSTANTS and not found(d, by_section[section[i]] if result else anywhere):
+                missing.append(f"cell {i}: {d}{p}" + (" (not printed in its section)" if result and found(d, anywhere) else ""))
+    return missing
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_number_the_prose_cites_is_printed_by_its_run(path):
-    nb = learner_view(path)
-    values = run_values(nb)
-    missing = [f"cell {i}: {d}{p}" for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
-               for d, p in cited(cell.source) if d not in CONSTANTS and not found(d, values)]
+    missing = unprinted(learner_view(path))
     assert not missing, f"{path.name}: numbers in the prose that its run does not print: " + ", ".join(missing)
 
 
@@ -119,3 +151,14 @@ def test_the_checks_find_what_they_look_for():
     assert [d for d, _ in cited(nb.cells[0].source) if not found(d, run_values(nb))] == ["0.823", "44"]
     words = [what for what, pattern in PROJECT_WORDS.items() if pattern.search(nb.cells[0].source + " B-C8-lr-small+x")]
     assert words == ["the word 'issue'", "a path into scripts/", "a lever code"]
+
+
+def test_a_result_must_be_printed_in_its_own_section():
+    """A decimal printed under another heading is not the number beside the prose; a count may be; a formula's
+    constants are not cited at all."""
+    code = nbformat.v4.new_code_cell("print(0.79, 31)", outputs=[nbformat.v4.new_output("stream", text="0.79 31\n")])
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## One"), code,
+        nbformat.v4.new_markdown_cell("## Two\n\nRecall 0.79 on 31 questions, by $z_{0.975}$."),
+        nbformat.v4.new_markdown_cell("<!-- graded by hand: 2 points -->\nThe recall was 0.79.")])
+    assert unprinted(nb) == ["cell 2: 0.79 (not printed in its section)"]
