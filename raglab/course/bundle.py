@@ -64,8 +64,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # (config/llama_cpp_text_only.cmake; about 2 minutes the first time, then pip reuses the wheel it cached)
 llama_flags="-DGGML_NATIVE=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE='$PWD/config/llama_cpp_text_only.cmake'"
 export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
-python -m pip install -q -r requirements.txt
-python -m pip install -q --no-deps -r requirements-nodeps.txt
+python -m pip install -q --no-compile -r requirements.txt     # each module is compiled when first imported
+python -m pip install -q --no-compile --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps --force-reinstall wheels/*.whl
 python -c "import raglab, sys; print('raglab', raglab.__version__, 'installed in', sys.prefix)"
 """
