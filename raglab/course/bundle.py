@@ -61,7 +61,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # notebook 08's local model server: a portable llama.cpp build of only the libraries a text model loads
-# (config/llama_cpp_text_only.cmake; about 2 minutes the first time, then pip reuses the wheel it cached)
+# (config/llama_cpp_text_only.cmake; about a minute and a half the first time, then pip reuses its wheel)
 llama_flags="-DGGML_NATIVE=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE='$PWD/config/llama_cpp_text_only.cmake'"
 export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
 python -m pip install -q --no-compile -r requirements.txt     # each module is compiled when first imported
@@ -84,7 +84,7 @@ python3.11 -m venv .venv && . .venv/bin/activate && ./install.sh   # 1. install 
 jupyter lab notebooks/                                              # 2. open the workbook
 ```
 
-The first install builds the local model server (llama-cpp-python) from source: about 2 minutes on two
+The first install builds the local model server (llama-cpp-python) from source: about a minute and a half on two
 cores, once. Open `00_setup.ipynb` first: it checks your machine.
 
 ## Milestone 1
