@@ -46,7 +46,7 @@ def test_the_archive_and_its_checksum(built):
 def test_the_bundle_holds_what_a_student_needs(built):
     _, _, top = built
     for name in ("START.md", "install.sh", "requirements.txt", "requirements-nodeps.txt", "raglab-course.json",
-                 "config/prices.json", "data/profiles/small.txt", "data/python-docs-text-3.11.tar.xz",
+                 "config/prices.json", "config/llama_cpp_text_only.cmake", "data/profiles/small.txt", "data/python-docs-text-3.11.tar.xz",
                  "evals/python_docs_golden.jsonl", "evals/helpcenter_golden.jsonl", "evals/student_template.jsonl"):
         assert (top / name).is_file(), name
     assert sorted(p.name for p in (top / "notebooks").glob("*.ipynb")) == sorted(p.name for p in grading.notebooks())
@@ -58,6 +58,7 @@ def test_the_bundle_holds_what_a_student_needs(built):
     assert on_disk == set(manifest["files"])
     start = (top / "START.md").read_text()
     assert "./install.sh" in start and "jupyter lab notebooks/" in start and "raglab grade --self" in start
+    assert "config/llama_cpp_text_only.cmake" in (top / "install.sh").read_text()    # the file the build reads ships
 
 
 def test_the_wheel_is_raglabs_source_and_resources_only(built):
