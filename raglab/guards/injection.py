@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from functools import lru_cache
 
 from raglab.base.text import CONTACT, remove_invisible, sentence_spans
 from raglab.guards.scripts import foreign_script
@@ -246,6 +247,7 @@ def normalize(text: str) -> str:
     return re.sub(r"\w+", lambda m: m.group().translate(_LOOKALIKE) if re.search("[a-z]", m.group()) else m.group(), text)
 
 
+@lru_cache(maxsize=1 << 16)    # a page is judged again each time a prompt shows it: the rule is a pure function
 def instruction_like(sentence: str) -> str | None:
     """The name of the rule a sentence breaks when it is written to a model rather than to a reader, else None.
 
