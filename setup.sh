@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything raglab needs, from the project's own files (no network but the package registries).
 #   ./setup.sh           the Python packages and the project (enough for the notebooks and the CLI)
-#   ./setup.sh --tests   also Debian's Chromium and playwright-core, for the browser test (needs root and apt)
+#   ./setup.sh --tests   also the test tools (requirements-tests.txt), and Debian's Chromium and playwright-core
+#                        for the browser test (needs root and apt)
 set -euo pipefail
 cd "$(dirname "$0")"
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -22,6 +23,7 @@ python -m pip install -q --no-compile --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps -e .
 python -m raglab.course.timings setup "$((SECONDS - started))" "$environment" "$pip_cache"
 if [ "${1:-}" = "--tests" ]; then
+  python -m pip install -q --no-compile -r requirements.txt -r requirements-tests.txt
   if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
   fi
