@@ -11,7 +11,7 @@ similarity of two texts is the dot product of their vectors,
 so exact dense search is one matrix product and a sort (``exact_search``): what FAISS's ``IndexFlatIP``
 computes, faster. The model's forward pass in plain torch is ``raglab.infra.minilm``; embedding many
 texts with a cache and length batches is ``raglab.infra.embedding_batches``; the ready-to-use ``Embedder``
-(the packaged MiniLM, its cache file, the precision for this CPU) is ``raglab.infra.embedder``'s.
+(the packaged MiniLM, its cache file, its precision) is ``raglab.infra.embedder``'s.
 Measurements and history: ``evals/results/embedding-notes.md``. Taught in notebook 02.
 """
 from __future__ import annotations

@@ -50,7 +50,7 @@ class TrainSettings:
     negatives: str = "page"      # where hard negatives come from (mine_pairs)
     scale: float = 20.0          # the contrastive loss's similarity scale (MultipleNegativesRankingLoss)
     seed: int = 25
-    precision: str = "auto"      # the forward pass's: bfloat16 autocast where the CPU has it (as the embedder)
+    precision: str | None = None  # the forward pass's (None: the embedder's setting); only bfloat16 changes it (autocast)
 
     def check(self) -> "TrainSettings":
         """The settings with the precision resolved (part of the hash), or a ``ValueError``."""

@@ -1,12 +1,12 @@
 """The embedder ready to use: the packaged all-MiniLM-L6-v2 (or a sentence-transformers model by name), its
-embedding cache and the precision for this CPU, around the book's stage (``raglab.infra.embedding_batches.unit_vectors``).
+embedding cache and its precision (float64 by default), around the book's stage (``raglab.infra.embedding_batches.unit_vectors``).
 
 ``Embedder().encode(texts)`` returns unit-length float32 vectors, one row a text:
 
 1. each distinct text is looked up in the cache (``raglab.infra.embedding_cache``; ``cache=True`` is the
    default file): a fully warm cache answers without loading the model;
 2. the misses are padded by the book's padding rule and embedded in length batches (``raglab.infra.embedding_batches``);
-3. one forward pass a batch (``_embed``), in the precision chosen for this CPU (``raglab.infra.precision``):
+3. one forward pass a batch (``_embed``), in the chosen precision (``raglab.infra.precision``; float64 by default):
    the packaged model on the CPU runs in plain torch (``raglab.infra.minilm``), any other through
    sentence-transformers; each batch goes to the cache as soon as it is computed.
 
@@ -29,7 +29,7 @@ from raglab.infra.packaged_models import MINILM
 from raglab.infra.precision import resolve_precision
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
 
-BATCH_SIZES = {"float32": 16, "bfloat16": 32}   # texts a forward pass, measured: evals/results/embedding-notes.md
+BATCH_SIZES = {"float64": 16, "float32": 16, "bfloat16": 32}   # texts a forward pass, measured: evals/results/embedding-notes.md
 
 
 class TruncationWarning(UserWarning):
@@ -40,8 +40,8 @@ class Embedder:
     """A sentence-transformers model (the packaged all-MiniLM-L6-v2 by default) with a cache.
 
     ``cache=True`` uses the default cache file, ``False``/``None`` none, or pass an ``EmbeddingCache``.
-    ``precision=None`` (or ``"auto"``) is ``resolve_precision``'s choice: bfloat16 on a CPU with
-    native bfloat16, else float32; ``batch_size=None`` is that precision's ``BATCH_SIZES`` entry.
+    ``precision=None`` is ``RAGLAB_EMBED_PRECISION`` (``raglab.infra.precision``: float64 by default, the same
+    vectors on every CPU); ``batch_size=None`` is that precision's ``BATCH_SIZES`` entry.
     The model is loaded on the first text that is not in the cache.
     """
 
@@ -55,7 +55,7 @@ class Embedder:
             raise ValueError(f"a model id cannot contain '@' ({model!r}): it marks the precision in cache keys")
         self.packaged = model is None
         self.model_id = MINILM if model is None else str(model)
-        self.device, self.precision = device, resolve_precision(precision, device)
+        self.device, self.precision = device, resolve_precision(precision)
         self.batch_size = batch_size or BATCH_SIZES[self.precision]
         self.cache_id = cache_id(self.model_id, self.precision)
         self.cache = EmbeddingCache() if cache is True else None if cache is None or cache is False else cache
@@ -76,6 +76,8 @@ class Embedder:
         """The ``SentenceTransformer`` (loaded, offline for the packaged model, on first use)."""
         if self._model is None:
             self._model = self._load()
+            if self.precision == "float64":
+                self._model = self._model.double()
             get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
             self._dim = int(get_dim())
             self._max_tokens = int(self._model.max_seq_length)
@@ -87,7 +89,9 @@ class Embedder:
 
     def _load_light(self):
         """The packaged model's forward pass in plain torch (``raglab.infra.minilm``), for the CPU."""
-        return MiniLM()
+        import torch  # lazy: torch takes seconds to import
+
+        return MiniLM(dtype=torch.float64 if self.precision == "float64" else torch.float32)
 
     @property
     def dim(self) -> int:
@@ -115,8 +119,9 @@ class Embedder:
 
     def _embed(self, texts: list[str], length: int) -> np.ndarray:
         """One forward pass over ``texts``, each padded (or truncated) to ``length`` tokens: the pooled
-        float32 rows (the book's stage normalises them). The padding is masked, and the shape depends only
-        on ``length``, so each row is the same whatever the other rows are."""
+        rows, float64 in that precision and float32 otherwise (the book's stage normalises them and rounds them
+        to float32). The padding is masked, and the shape depends only on ``length``, so each row is the same
+        whatever the other rows are."""
         import torch  # lazy: torch takes seconds to import
 
         device_type = str(self.device).split(":")[0]
@@ -132,7 +137,7 @@ class Embedder:
                                             return_tensors="pt")
             with torch.inference_mode(), ctx:
                 out = self.model({k: v.to(self.device) for k, v in features.items()})["sentence_embedding"]
-        return out.float().cpu().numpy()
+        return (out.double() if self.precision == "float64" else out.float()).cpu().numpy()
 
     # ------------------------------------------------------------ public calls
 

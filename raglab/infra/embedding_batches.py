@@ -8,8 +8,8 @@
    ``PAD_MULTIPLE`` tokens (``padded_length``), and a batch holds texts of one padded length only,
    longest first (``length_batches``); with the shape fixed by the text, a text's vector is the same
    bytes whatever else is in its batch (``tests/stages/test_batch_invariance.py``);
-3. one forward pass a batch, normalised (``raglab.book.embed.normalize``); each batch goes to the cache as
-   soon as it is computed.
+3. one forward pass a batch, normalised (``raglab.book.embed.normalize``) in the pass's own precision and only
+   then rounded to float32; each batch goes to the cache as soon as it is computed.
 
 The cache id names the model, the precision and the padding rule (``all-MiniLM-L6-v2@bfloat16+pad16``,
 ``cache_id``): vectors made another way are never served.
@@ -32,8 +32,8 @@ def cache_id(model_id: str, precision: str) -> str:
 
     (Vectors cached before the padding rule, under ``model`` or ``model@bfloat16``, are never read.)
 
-    >>> cache_id("all-MiniLM-L6-v2", "float32"), cache_id("all-MiniLM-L6-v2", "bfloat16")
-    ('all-MiniLM-L6-v2@float32+pad16', 'all-MiniLM-L6-v2@bfloat16+pad16')
+    >>> cache_id("all-MiniLM-L6-v2", "float64"), cache_id("all-MiniLM-L6-v2", "bfloat16")
+    ('all-MiniLM-L6-v2@float64+pad16', 'all-MiniLM-L6-v2@bfloat16+pad16')
     """
     return f"{model_id}@{precision}+{PADDING_RULE}"
 
@@ -103,7 +103,7 @@ def unit_vectors(texts: Iterable[str], forward: Callable, token_counts: Callable
             for length, rows in length_batches(padded, batch_size):
                 batch = [misses[k] for k in rows]
                 batch_texts = [unique[j] for j in batch]
-                vectors = normalize(forward(batch_texts, length))
+                vectors = normalize(forward(batch_texts, length)).astype(np.float32)   # from float64, rounded once
                 if vectors.shape != (len(batch), dim):
                     raise RuntimeError(f"{name} returned vectors of shape {vectors.shape}, expected {(len(batch), dim)}")
                 if cache is not None:

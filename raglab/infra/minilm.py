@@ -7,8 +7,8 @@ truncates every text to ``length`` tokens, and runs six BERT layers with the wei
 ``model.safetensors``: word, position and token-type embeddings, LayerNorm; per layer self-attention
 (``scaled_dot_product_attention`` with the padding masked, as transformers' ``sdpa`` attention), a dense
 layer, residual and LayerNorm, the GELU feed-forward, residual and LayerNorm; then the mean over the unmasked
-tokens. The vectors are those sentence-transformers makes from the same batch, in float32 and under bfloat16
-autocast alike (``tests/stages/test_minilm.py`` compares them exactly), so the embedding cache does not
+tokens. The vectors are those sentence-transformers makes from the same batch, in float32, in float64 and under
+bfloat16 autocast alike (``tests/stages/test_minilm.py`` compares them exactly), so the embedding cache does not
 depend on which one made a vector.
 """
 from __future__ import annotations
@@ -19,9 +19,10 @@ from raglab.infra.packaged_models import minilm_path
 
 
 class MiniLM:
-    """The packaged model's forward pass (``forward``); weights loaded once, in float32, on the CPU."""
+    """The packaged model's forward pass (``forward``); weights loaded once, on the CPU, in ``dtype``
+    (float32 by default; float64 for vectors that are the same bytes on every CPU: ``raglab.infra.precision``)."""
 
-    def __init__(self, path=None):
+    def __init__(self, path=None, dtype=None):
         import torch  # lazy: torch takes a second to import
         from safetensors.torch import load_file
         from tokenizers import Tokenizer
@@ -30,7 +31,7 @@ class MiniLM:
         config = json.loads((folder / "config.json").read_text())
         self.heads, self.layers = config["num_attention_heads"], config["num_hidden_layers"]
         self.eps, self.pad_id = config["layer_norm_eps"], config.get("pad_token_id", 0)
-        self.w = {k: v.to(torch.float32) for k, v in load_file(str(folder / "model.safetensors")).items()}
+        self.w = {k: v.to(dtype or torch.float32) for k, v in load_file(str(folder / "model.safetensors")).items()}
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.torch = torch
 

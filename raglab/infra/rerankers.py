@@ -10,8 +10,8 @@ from raglab.infra.model_store import cached_model
 
 def cross_encoder_reranker(model: str, max_length: int = 512, reads: str = "text",
                            precision: str | None = None) -> CrossEncoderReranker:
-    """A sentence-transformers ``CrossEncoder`` loaded by name or path (on the CPU, in this machine's precision
-    unless ``precision`` says), as the book's ``CrossEncoderReranker``."""
+    """A sentence-transformers ``CrossEncoder`` loaded by name or path (on the CPU, under bfloat16 autocast only
+    when ``precision`` or ``RAGLAB_EMBED_PRECISION`` says bfloat16), as the book's ``CrossEncoderReranker``."""
     from sentence_transformers import CrossEncoder  # lazy: imports torch
 
     precision = resolve_precision(precision)

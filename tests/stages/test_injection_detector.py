@@ -101,16 +101,15 @@ def test_visible_text_leaves_out_what_a_detector_flags():
     assert visible_text(" ".join(text.split()), Flags("quietly")) == ""
 
 
-SHIPPED_PRECISION = "bfloat16"   # the shipped weights were trained on vectors of a CPU with native bfloat16
-
-
 @pytest.mark.slow
 def test_the_shipped_weights_are_what_training_gives():
-    """Retraining on the bundled files gives the shipped weights (same key, same flags on every
-    training sentence and every suite sentence): the file in the package is not edited by hand.
-    On a CPU that embeds in another precision the vectors differ in their last bits, and so does the
-    dense layer: there flags may differ only within 0.02 of the threshold (measured on an AMD EPYC in
-    float32: 3 of 15,132 sentences, all within 0.004 of it, probabilities at most 0.016 apart)."""
+    """Retraining on the bundled files gives the shipped weights: the file in the package is not edited by hand.
+
+    The n-gram layer reads no vectors and is the same on any CPU. The dense layer's training (an L-BFGS fit
+    through the machine's BLAS) and the vectors it was shipped from (bfloat16, on a CPU with native bfloat16)
+    differ from this run's in their last bits: the flags agree on every sentence not within 0.02 of the
+    threshold, and the probabilities within what that allows (measured on an AMD EPYC in float32: 3 of 15,132
+    sentences within 0.004 of the threshold, probabilities at most 0.016 apart)."""
     from test_injection import KNOWN, load_suite
 
     detector = InjectionDetector()
@@ -120,16 +119,12 @@ def test_the_shipped_weights_are_what_training_gives():
     texts += [r["text"] for r in KNOWN + load_suite("injections_heldout3.jsonl")]
     retrained = InjectionDetector(detector.embedder)
     retrained._weights = retrained.train()
-    # the n-gram layer reads no vectors: the same weights on any CPU
     assert np.array_equal(detector.weights["ngrams_w"], retrained.weights["ngrams_w"])
     shipped, again, t = detector.probabilities(texts), retrained.probabilities(texts), detector.threshold
-    if detector.embedder.precision == SHIPPED_PRECISION:
-        assert np.array_equal(shipped >= t, again >= t)
-        assert np.allclose(detector.weights["dense_w"], retrained.weights["dense_w"], atol=1e-3)
-    else:
-        clear = (np.abs(shipped - t) >= 0.02) & (np.abs(again - t) >= 0.02)
-        assert np.array_equal((shipped >= t)[clear], (again >= t)[clear])
-        assert np.abs(shipped - again).max() < 0.05 and np.abs(shipped - again).mean() < 0.005
+    clear = (np.abs(shipped - t) >= 0.02) & (np.abs(again - t) >= 0.02)
+    assert clear.mean() > 0.99
+    assert np.array_equal((shipped >= t)[clear], (again >= t)[clear])
+    assert np.abs(shipped - again).max() < 0.05 and np.abs(shipped - again).mean() < 0.005
 
 
 SHOP_PAGE = """---
