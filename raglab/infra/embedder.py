@@ -76,16 +76,16 @@ class Embedder:
         """The ``SentenceTransformer`` (loaded, offline for the packaged model, on first use)."""
         if self._model is None:
             self._model = self._load()
-            if self.precision == "float64":
-                self._model = self._model.double()
             get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
             self._dim = int(get_dim())
             self._max_tokens = int(self._model.max_seq_length)
         return self._model
 
     def _load(self):
-        """The ``SentenceTransformer`` on ``self.device`` (``raglab.infra.embedding_model``)."""
-        return load_sentence_transformer(None if self.packaged else self.model_id, self.device)
+        """The ``SentenceTransformer`` on ``self.device`` (``raglab.infra.embedding_model``), its weights in float64
+        when that is the precision."""
+        model = load_sentence_transformer(None if self.packaged else self.model_id, self.device)
+        return model.double() if self.precision == "float64" else model
 
     def _load_light(self):
         """The packaged model's forward pass in plain torch (``raglab.infra.minilm``), for the CPU."""
