@@ -25,6 +25,18 @@ NOTEBOOK_PRECISION = "float64"
 OTHER_PRECISION = Path(__file__).parent / "notebooks" / "other_precision.cfg"
 
 
+def _share_the_embedding_cache() -> None:
+    """One embedding cache for the whole session: the work folder's at its start (the main job's, warm, when the
+    tests follow it). Tests and notebooks that point RAGLAB_WORKDIR at a new folder then still read the vectors
+    already made, a pure function of model, precision and text; a test that needs a cold cache passes its own."""
+    from raglab.base import config
+
+    os.environ.setdefault("RAGLAB_EMBED_CACHE", str(config.work_dir() / "cache" / "embeddings.sqlite"))
+
+
+_share_the_embedding_cache()
+
+
 def _precision() -> str:
     from raglab.infra.precision import resolve_precision
 

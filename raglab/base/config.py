@@ -29,6 +29,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_HOME", None, "the course folder holding data/, evals/, config/ and notebooks/ (default: this checkout; installed from the student bundle, the unpacked bundle the current folder is in)"),
     Setting("RAGLAB_GOLDEN", None, "a golden set (JSONL) used instead of the one a bundled corpus ships (`load_golden(\"python-docs\")`, `raglab eval`): a student's own set, checked with `raglab golden check FILE`"),
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
+    Setting("RAGLAB_EMBED_CACHE", None, "the embedding cache file (default: cache/embeddings.sqlite in the work folder); one file can serve several work folders, since a vector depends only on the model, the precision and the text"),
     Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),
     Setting("RAGLAB_ARTIFACTS", None, "where notebooks save milestone artifacts (default: build/artifacts)"),
     Setting("RAGLAB_EMBED_PRECISION", "float64", "embedding precision: float64 (the same vectors on every CPU), or the faster float32 or bfloat16 (vectors that differ in their last bits from CPU to CPU)"),
