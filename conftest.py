@@ -15,26 +15,14 @@ import pytest
 
 os.environ.setdefault("RAGLAB_PROFILE", "small")
 
-# The notebooks are committed executed in the default embedding precision, float64, whose vectors are the same
-# bytes on every CPU (raglab.infra.precision). Embedding in another precision (RAGLAB_EMBED_PRECISION=float32 or
-# bfloat16) changes scores in their third to seventh decimal and index versions (which hash the precision): then
-# nbval compares the notebooks with decimal numbers and hashes masked (notebooks/other_precision.cfg), unless a
-# sanitizer is given. In every precision, a printed decimal may differ by one unit in its last digit
-# (raglab.course.output_noise: float32 dot products after the embeddings still run the CPU's own kernels).
-NOTEBOOK_PRECISION = "float64"
+# The notebooks are committed executed on a CPU with native bfloat16, so their vectors are bfloat16 ones. A CPU
+# without it embeds in float32 (raglab.infra.precision.resolve_precision): scores differ in the third or fourth
+# decimal and index versions (which hash the precision) differ. There nbval compares the notebooks with
+# decimal numbers and hashes masked (notebooks/other_precision.cfg), unless a sanitizer is given. In every
+# precision, a printed decimal may differ by one unit in its last digit (raglab.course.output_noise: the same
+# precision on another CPU runs other kernels).
+NOTEBOOK_PRECISION = "bfloat16"
 OTHER_PRECISION = Path(__file__).parent / "notebooks" / "other_precision.cfg"
-
-
-def _share_the_embedding_cache() -> None:
-    """One embedding cache for the whole session: the work folder's at its start (the main job's, warm, when the
-    tests follow it). Tests and notebooks that point RAGLAB_WORKDIR at a new folder then still read the vectors
-    already made, a pure function of model, precision and text; a test that needs a cold cache passes its own."""
-    from raglab.base import config
-
-    os.environ.setdefault("RAGLAB_EMBED_CACHE", str(config.work_dir() / "cache" / "embeddings.sqlite"))
-
-
-_share_the_embedding_cache()
 
 
 def _precision() -> str:
@@ -92,7 +80,7 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     if getattr(config.option, "nbval_sanitize_with", None) == str(OTHER_PRECISION):
-        return (f"nbval: this run embeds in {_precision()}, the notebooks were executed in {NOTEBOOK_PRECISION}: "
+        return (f"nbval: this CPU embeds in {_precision()}, the notebooks were executed in {NOTEBOOK_PRECISION}: "
                 f"their decimal numbers and hashes are compared masked ({OTHER_PRECISION.name})")
     return None
 

@@ -1,5 +1,5 @@
-"""Embedding speed: raglab's Embedder (cold and warm cache) in its default precision (float64; ``bench/precision.py``
-compares the precisions) and in float32, against the course's plain
+"""Embedding speed: raglab's Embedder (cold and warm cache) in its default precision (bfloat16 on a
+CPU with native bfloat16, else float32; ``bench/precision.py`` compares it with float64) and in float32, against the course's plain
 ``SentenceTransformer(path).encode(texts, batch_size=64, normalize_embeddings=True)`` in float32,
 and against the previous default path (token-sorted batches of 32 padded to their longest text, which
 made a text's vector depend on its batch), measured in the same run, and against the machine's
@@ -127,7 +127,7 @@ def main() -> None:
     fp32_embedder = Embedder(cache=False, precision="float32")
     print(f"import sentence_transformers: {secs:.1f} s; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads (torch default), CPU capability {torch.backends.cpu.get_cpu_capability()}, "
-          f"native bfloat16 {native_bf16()}, default precision {embedder.precision}")
+          f"native bfloat16 {native_bf16()} -> default precision {embedder.precision}")
     path = str(minilm_path())
     plain_model = SentenceTransformer(path, device="cpu")
     plain_model.encode(warmup, batch_size=64, normalize_embeddings=True)      # warm-up: first-call costs

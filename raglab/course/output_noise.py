@@ -1,10 +1,9 @@
 """When two runs of a notebook cell printed the same thing up to floating-point noise.
 
-A notebook's committed outputs are compared with a new run's (nbval). The embeddings are the same bytes on
-every CPU (``raglab.infra.precision``), but the float32 arithmetic after them (FAISS's and BLAS's dot
-products, their kernels chosen by the CPU) may still end a score in another last bit, about 1e-7: printed
-with four decimals, a score that lies that close to a rounding boundary shows one unit more or less in its
-last digit. Two outputs agree when their text is the same and each number differs from its counterpart by at
+A notebook's committed outputs are compared with a new run's (nbval). In one precision on another CPU, the
+float32 arithmetic (the embedding's matrix multiplies, FAISS's and BLAS's dot products, their kernels chosen by
+the CPU) may end a score in another last bit, about 1e-7: printed with four decimals, a score that lies that
+close to a rounding boundary shows one unit more or less in its last digit. Two outputs agree when their text is the same and each number differs from its counterpart by at
 most one unit in its last printed decimal; a count, a ranking, a name, a word or any larger change still
 differs.
 """

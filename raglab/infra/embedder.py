@@ -1,12 +1,12 @@
 """The embedder ready to use: the packaged all-MiniLM-L6-v2 (or a sentence-transformers model by name), its
-embedding cache and its precision (float64 by default), around the book's stage (``raglab.infra.embedding_batches.unit_vectors``).
+embedding cache and its precision (``raglab.infra.precision``), around the book's stage (``raglab.infra.embedding_batches.unit_vectors``).
 
 ``Embedder().encode(texts)`` returns unit-length float32 vectors, one row a text:
 
 1. each distinct text is looked up in the cache (``raglab.infra.embedding_cache``; ``cache=True`` is the
    default file): a fully warm cache answers without loading the model;
 2. the misses are padded by the book's padding rule and embedded in length batches (``raglab.infra.embedding_batches``);
-3. one forward pass a batch (``_embed``), in the chosen precision (``raglab.infra.precision``; float64 by default):
+3. one forward pass a batch (``_embed``), in the chosen precision (``raglab.infra.precision``):
    the packaged model on the CPU runs in plain torch (``raglab.infra.minilm``), any other through
    sentence-transformers; each batch goes to the cache as soon as it is computed.
 
@@ -40,8 +40,9 @@ class Embedder:
     """A sentence-transformers model (the packaged all-MiniLM-L6-v2 by default) with a cache.
 
     ``cache=True`` uses the default cache file, ``False``/``None`` none, or pass an ``EmbeddingCache``.
-    ``precision=None`` is ``RAGLAB_EMBED_PRECISION`` (``raglab.infra.precision``: float64 by default, the same
-    vectors on every CPU); ``batch_size=None`` is that precision's ``BATCH_SIZES`` entry.
+    ``precision=None`` is ``RAGLAB_EMBED_PRECISION`` (``raglab.infra.precision``: bfloat16 on a CPU with native
+    bfloat16, else float32; float64 gives the same vectors on every CPU); ``batch_size=None`` is that
+    precision's ``BATCH_SIZES`` entry.
     The model is loaded on the first text that is not in the cache.
     """
 
@@ -55,7 +56,7 @@ class Embedder:
             raise ValueError(f"a model id cannot contain '@' ({model!r}): it marks the precision in cache keys")
         self.packaged = model is None
         self.model_id = MINILM if model is None else str(model)
-        self.device, self.precision = device, resolve_precision(precision)
+        self.device, self.precision = device, resolve_precision(precision, device)
         self.batch_size = batch_size or BATCH_SIZES[self.precision]
         self.cache_id = cache_id(self.model_id, self.precision)
         self.cache = EmbeddingCache() if cache is True else None if cache is None or cache is False else cache

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raglab.base import config
+from raglab.base.config import work_dir
 
 _SELECT_CHUNK = 500          # keys per SELECT ... IN (...), under SQLite's variable limit
 
@@ -34,9 +34,9 @@ def cache_key(model_id: str, text: str) -> bytes:
 
 
 def default_cache_path() -> Path:
-    """``$RAGLAB_EMBED_CACHE``, else ``<work dir>/cache/embeddings.sqlite`` (see ``raglab.base.config.work_dir``)."""
-    chosen = config.get("RAGLAB_EMBED_CACHE")
-    return Path(chosen) if chosen else config.work_dir() / "cache" / "embeddings.sqlite"
+    """``<work dir>/cache/embeddings.sqlite`` (see ``raglab.base.config.work_dir``)."""
+
+    return work_dir() / "cache" / "embeddings.sqlite"
 
 
 class EmbeddingCache:

@@ -1,19 +1,21 @@
-"""The embedding precision: ``float64`` by default, so that a text's vector is the same bytes on every CPU.
+"""The embedding precision: ``auto`` by default (bfloat16 on a CPU with native bfloat16, else float32), or
+``float64`` for vectors that are the same bytes on every CPU.
 
 Matrix-multiply kernels differ from CPU to CPU (and with the batch's shape): AVX2, AVX-512 and AMX sum a dot
 product's terms in other orders, and each order rounds differently. In float32 a vector then differs in its
 last bits from one CPU to another (about 1e-7 in a component), in bfloat16 in its third decimal (6e-4);
 enough to swap two near-tied chunks, move a metric in its fourth decimal, or split a text one sentence
-elsewhere. In ``float64`` (the default) the forward pass carries 29 more bits than the float32 vector it
-returns: the kernels' differences (about 1e-16) vanish when the result is rounded to float32, and the
-vector is the same bytes on every CPU, thread count and batch (measured: ``evals/results/embedding-notes.md``;
-``tests/stages/test_batch_invariance.py`` checks it under other kernels). It costs about twice float32's time.
+elsewhere. In ``float64`` the forward pass carries 29 more bits than the float32 vector it returns: the
+kernels' differences (about 1e-16) vanish when the result is rounded to float32, and the vector is the same
+bytes on every CPU, thread count and batch (measured: ``evals/results/embedding-notes.md``;
+``tests/stages/test_batch_invariance.py`` checks it under other kernels). It costs about twice float32's time,
+which is why it is a setting and not the default.
 
-``float32`` and ``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as float32) are
-faster choices whose vectors depend on the CPU: ``RAGLAB_EMBED_PRECISION`` or ``precision=`` picks one.
-bfloat16 is fast only on a CPU with native bfloat16 arithmetic (``native_bf16``: the ``avx512_bf16`` or
-``amx_bf16`` flag in ``/proc/cpuinfo``); elsewhere torch emulates it. The precision is part of the embedding
-cache id and of the index manifest, and an index embedded in another one is refused.
+``auto`` is ``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as float32) on a CPU
+with native bfloat16 arithmetic (``native_bf16``: the ``avx512_bf16`` or ``amx_bf16`` flag in
+``/proc/cpuinfo``), ``float32`` elsewhere (without native support bfloat16 is emulated and can be slower).
+``RAGLAB_EMBED_PRECISION`` or ``precision=`` picks another. The precision is part of the embedding cache id
+and of the index manifest, and an index embedded in another one is refused.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Iterable
 
 from raglab.base import config
 
-PRECISIONS = ("float64", "float32", "bfloat16")
+PRECISIONS = ("float32", "bfloat16", "float64")
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")   # x86 flags of bfloat16 arithmetic (Cooper Lake, Zen 4, Sapphire Rapids)
 
 
@@ -59,14 +61,17 @@ def native_bf16(flags: Iterable[str] | None = None) -> bool:
     return any(flag in set(flags) for flag in NATIVE_BF16_FLAGS)
 
 
-def resolve_precision(precision: str | None = None) -> str:
-    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default ``float64``).
+def resolve_precision(precision: str | None = None, device: str = "cpu") -> str:
+    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default ``auto``);
+    ``auto`` is ``bfloat16`` on a CPU with native bfloat16, else ``float32``.
 
-    >>> resolve_precision("float32"), resolve_precision(" BFloat16 ")
-    ('float32', 'bfloat16')
+    >>> resolve_precision("float32"), resolve_precision("float64"), resolve_precision("auto", device="cuda")
+    ('float32', 'float64', 'float32')
     """
     chosen = (precision or config.get("RAGLAB_EMBED_PRECISION")).strip().lower()
+    if chosen == "auto":
+        return "bfloat16" if device == "cpu" and native_bf16() else "float32"
     if chosen not in PRECISIONS:
         source = "precision" if precision else "RAGLAB_EMBED_PRECISION"
-        raise ValueError(f"unknown precision {chosen!r} ({source}): choose {', '.join(PRECISIONS)}")
+        raise ValueError(f"unknown precision {chosen!r} ({source}): choose auto, {', '.join(PRECISIONS)}")
     return chosen

@@ -1,4 +1,4 @@
-"""Embedding precision: the default (float64 on every CPU), its setting, the
+"""Embedding precision: the default (bfloat16 only on a CPU with native bfloat16), its setting, the
 cache key of each precision, and the index manifest that records it. No model is loaded here
 (the bfloat16 against float32 vector comparison is in test_embeddings.py)."""
 import hashlib
@@ -43,10 +43,9 @@ def test_native_bf16_agrees_with_torch():
 
 
 @pytest.mark.parametrize("setting, native, expected", [
-    (None, True, "float64"), (None, False, "float64"), ("float32", True, "float32"), ("bfloat16", False, "bfloat16"),
-    (" BFloat16 ", True, "bfloat16"), ("float64", True, "float64")])
+    (None, True, "bfloat16"), (None, False, "float32"), ("auto", True, "bfloat16"), ("auto", False, "float32"),
+    ("float32", True, "float32"), ("bfloat16", False, "bfloat16"), (" BFloat16 ", True, "bfloat16")])
 def test_the_setting_overrides_the_default(monkeypatch, setting, native, expected):
-    """float64 by default whatever the CPU has; the setting, and an argument over it, pick another."""
     monkeypatch.setattr(precisions, "native_bf16", lambda flags=None: native)
     if setting is None:
         monkeypatch.delenv("RAGLAB_EMBED_PRECISION", raising=False)
@@ -55,11 +54,12 @@ def test_the_setting_overrides_the_default(monkeypatch, setting, native, expecte
     assert resolve_precision() == expected
     assert Embedder(cache=False).precision == expected
     assert Embedder(cache=False, precision="float32").precision == "float32"   # an argument beats the setting
+    assert resolve_precision(device="cuda") == ("float32" if setting in (None, "auto") else expected)
 
 
 def test_an_unknown_precision_is_refused(monkeypatch):
     monkeypatch.setenv("RAGLAB_EMBED_PRECISION", "float16")
-    with pytest.raises(ValueError, match="unknown precision 'float16'.*float64, float32, bfloat16"):
+    with pytest.raises(ValueError, match="unknown precision 'float16'.*auto, float32, bfloat16"):
         Embedder(cache=False)
     with pytest.raises(ValueError, match="unknown precision 'int8'"):
         Embedder(cache=False, precision="int8")
@@ -130,7 +130,8 @@ def test_the_manifest_records_the_precision_and_load_refuses_another(folder, tmp
     assert bf16.manifest["precision"] == "bfloat16" and bf16.version != fp32.version
     with pytest.raises(IndexNotReady, match=r"embedded in bfloat16, not float32: rebuild it with `raglab index --corpus"):
         load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root)      # the setting's float32
-    monkeypatch.setenv("RAGLAB_EMBED_PRECISION", "bfloat16")
+    monkeypatch.setenv("RAGLAB_EMBED_PRECISION", "auto")
+    monkeypatch.setattr(precisions, "native_bf16", lambda flags=None: True)
     assert load_index(str(folder), "small", SETTINGS, "hash-embedder", root=root).manifest["precision"] == "bfloat16"
 
 
