@@ -52,9 +52,7 @@ def test_a_text_gets_the_same_vector_in_any_batch(precision, long_texts, tmp_pat
                 got.update(zip(texts, embedder.encode(texts)))
             for text, vector in zip(TARGETS, alone):
                 gap = float(np.abs(got[text] - vector).max())
-                if precision == "float64":
-                    assert got[text].tobytes() == vector.tobytes(), (label, batch_size, gap)
-                assert gap <= CLOSE_ENOUGH[precision], (label, batch_size, gap)
+                assert gap <= CLOSE_ENOUGH[precision], (label, batch_size, gap)   # 0.0 in float64: the same bytes
 
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     cold = Embedder(cache=cache, precision=precision).encode(long_texts[:5] + TARGETS)[-2:]
