@@ -3,17 +3,18 @@
 A new virtual environment holds only what ``./setup.sh`` (and ``./setup.sh --tests``) install from
 ``requirements*.txt``; a package that happens to be on the developer's machine (the machine's own Python,
 or a dependency of a dependency) is not a requirement. Each ``import`` in ``raglab/``, ``tests/``, ``bench/``
-and ``scripts/`` (at any depth: lazy imports inside functions count too) is mapped to the distributions that
+and ``scripts/`` and in the notebooks' code cells (at any depth: lazy imports inside functions count too) is mapped to the distributions that
 provide it (``importlib.metadata.packages_distributions``), and one of them must be named in a requirement file.
 """
 import ast
 import importlib.metadata
+import json
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("raglab", "tests", "bench", "scripts")
+SCANNED = ("raglab", "tests", "bench", "scripts", "notebooks")
 
 
 def requirement_names(files) -> set[str]:
@@ -38,13 +39,31 @@ def normalize(name: str) -> str:
 
 
 def imports(path: Path):
-    """``(line, top-level module)`` for every absolute import in a Python file."""
-    tree = ast.parse(path.read_text(), str(path))
+    """``(where, top-level module)`` for every absolute import in a Python file (``where``: its line), or in
+    a notebook's code cells (``where``: ``cell N``; IPython's ``%`` and ``!`` lines left out)."""
+    if path.suffix != ".ipynb":
+        yield from _imports(ast.parse(path.read_text(), str(path)), "")
+        return
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    for n, cell in enumerate(cells):
+        lines = "".join(cell["source"]).splitlines()
+        code = "\n".join("" if _magic(line) else line for line in lines)
+        yield from _imports(ast.parse(code, f"{path} cell {n}"), f"cell {n} ")
+
+
+def _magic(line: str) -> bool:
+    """An IPython magic (``%time``) or shell line (``!ls``), not Python; ``!=`` continues an expression."""
+    line = line.lstrip()
+    return line.startswith("%") or (line.startswith("!") and not line.startswith("!="))
+
+
+def _imports(tree, prefix: str):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name.split(".")[0]) for alias in node.names)
+            yield from ((f"{prefix}line {node.lineno}" if prefix else node.lineno, alias.name.split(".")[0])
+                        for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.lineno, node.module.split(".")[0]
+            yield f"{prefix}line {node.lineno}" if prefix else node.lineno, node.module.split(".")[0]
 
 
 def local_modules(root: Path, folders) -> set[str]:
@@ -64,7 +83,7 @@ def unlisted_imports(root: Path, folders=SCANNED, requirement_files=None) -> lis
     local = local_modules(root, folders)
     problems = []
     for folder in folders:
-        for path in sorted((root / folder).rglob("*.py")):
+        for path in sorted(p for pattern in ("*.py", "*.ipynb") for p in (root / folder).rglob(pattern)):
             for line, module in imports(path):
                 if module in sys.stdlib_module_names or module in local or module == "__future__":
                     continue
@@ -78,6 +97,12 @@ def unlisted_imports(root: Path, folders=SCANNED, requirement_files=None) -> lis
 def test_every_imported_package_is_in_a_requirement_file():
     problems = unlisted_imports(ROOT)
     assert not problems, "imports that a new environment would not install:\n" + "\n".join(problems)
+
+
+def test_the_notebooks_import_only_what_the_main_job_installs():
+    """``./setup.sh`` without ``--tests`` installs requirements.txt alone, and the main job runs every notebook."""
+    problems = unlisted_imports(ROOT, folders=("notebooks",), requirement_files=[ROOT / "requirements.txt"])
+    assert not problems, "notebook imports that ./setup.sh does not install:\n" + "\n".join(problems)
 
 
 def test_a_test_importing_an_unlisted_package_is_named(tmp_path):
