@@ -24,7 +24,9 @@ def test_nbval_passes_last_digit_noise_and_fails_a_real_change(tmp_path):
              "count": ('print("MRR 0.4372 over 35 questions")', "MRR 0.4372 over 36 questions\n")}
     for name, (code, committed) in cases.items():
         _notebook(tmp_path / f"{name}.ipynb", code, committed)
+    (tmp_path / "no_masks.cfg").write_text("")      # on a CPU of another precision conftest.py would mask decimals
     run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "conftest", "-q",
+                          "--nbval-sanitize-with", str(tmp_path / "no_masks.cfg"),
                           "-p", "no:cacheprovider", "-rA", str(tmp_path)],
                          cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
                          capture_output=True, text=True, timeout=300)
