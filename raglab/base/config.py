@@ -31,7 +31,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
     Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),
     Setting("RAGLAB_ARTIFACTS", None, "where notebooks save milestone artifacts (default: build/artifacts)"),
-    Setting("RAGLAB_EMBED_PRECISION", "auto", "embedding precision: auto (bfloat16 on a CPU with native bfloat16, AVX512-BF16 or AMX; else float32), float32, bfloat16, or float64 (the same vectors on every CPU, about twice float32's time)"),
+    Setting("RAGLAB_EMBED_PRECISION", "float32", "embedding precision: float32 (the default: the numbers the notebooks print on any CPU, up to its last bits), bfloat16 (2 to 3 times faster on a CPU with native bfloat16, AVX512-BF16 or AMX, but other numbers), auto (bfloat16 where native, else float32), or float64 (the same vectors on every CPU, about twice float32's time)"),
     Setting("RAGLAB_DOCS_URL", None, "archive URL for `raglab corpus fetch` (default: the official docs archive)"),
     Setting("RAGLAB_DATABASE_URL", None, "PostgreSQL + pgvector URL (default: an embedded server in the workdir)"),
     Setting("RAGLAB_TOKENS", None, "bearer tokens file for `raglab serve` (default: config/tokens.json)"),

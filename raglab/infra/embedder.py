@@ -40,8 +40,8 @@ class Embedder:
     """A sentence-transformers model (the packaged all-MiniLM-L6-v2 by default) with a cache.
 
     ``cache=True`` uses the default cache file, ``False``/``None`` none, or pass an ``EmbeddingCache``.
-    ``precision=None`` is ``RAGLAB_EMBED_PRECISION`` (``raglab.infra.precision``: bfloat16 on a CPU with native
-    bfloat16, else float32; float64 gives the same vectors on every CPU); ``batch_size=None`` is that
+    ``precision=None`` is ``RAGLAB_EMBED_PRECISION`` (``raglab.infra.precision``: float32 by default, bfloat16
+    faster where the CPU has it, float64 the same vectors on every CPU); ``batch_size=None`` is that
     precision's ``BATCH_SIZES`` entry.
     The model is loaded on the first text that is not in the cache.
     """

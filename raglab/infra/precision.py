@@ -1,21 +1,22 @@
-"""The embedding precision: ``auto`` by default (bfloat16 on a CPU with native bfloat16, else float32), or
-``float64`` for vectors that are the same bytes on every CPU.
+"""The embedding precision: ``float32`` by default, ``bfloat16`` or ``auto`` for speed, ``float64`` for vectors
+that are the same bytes on every CPU.
 
 Matrix-multiply kernels differ from CPU to CPU (and with the batch's shape): AVX2, AVX-512 and AMX sum a dot
 product's terms in other orders, and each order rounds differently. In float32 a vector then differs in its
 last bits from one CPU to another (about 1e-7 in a component), in bfloat16 in its third decimal (6e-4);
-enough to swap two near-tied chunks, move a metric in its fourth decimal, or split a text one sentence
-elsewhere. In ``float64`` the forward pass carries 29 more bits than the float32 vector it returns: the
-kernels' differences (about 1e-16) vanish when the result is rounded to float32, and the vector is the same
-bytes on every CPU, thread count and batch (measured: ``evals/results/embedding-notes.md``;
-``tests/stages/test_batch_invariance.py`` checks it under other kernels). It costs about twice float32's time,
-which is why it is a setting and not the default.
+bfloat16's difference is enough to swap two near-tied chunks, move a metric in its fourth decimal, or split a
+text one sentence elsewhere, float32's shows only in a last printed digit. So the default is ``float32``: the
+notebooks are executed in it, and a learner's CPU prints their numbers. ``bfloat16`` (torch autocast: matrix
+multiplies in bfloat16, vectors returned as float32) is 2 to 3 times faster on a CPU with native bfloat16
+arithmetic (``native_bf16``: the ``avx512_bf16`` or ``amx_bf16`` flag in ``/proc/cpuinfo``), and emulated,
+so slower, elsewhere; ``auto`` picks it where it is native. In ``float64`` the forward pass carries 29 more
+bits than the float32 vector it returns: the kernels' differences (about 1e-16) vanish when the result is
+rounded to float32, and the vector is the same bytes on every CPU, thread count and batch, at about twice
+float32's time (measured: ``evals/results/embedding-notes.md``; ``tests/stages/test_batch_invariance.py``
+checks it under other kernels).
 
-``auto`` is ``bfloat16`` (torch autocast: matrix multiplies in bfloat16, vectors returned as float32) on a CPU
-with native bfloat16 arithmetic (``native_bf16``: the ``avx512_bf16`` or ``amx_bf16`` flag in
-``/proc/cpuinfo``), ``float32`` elsewhere (without native support bfloat16 is emulated and can be slower).
-``RAGLAB_EMBED_PRECISION`` or ``precision=`` picks another. The precision is part of the embedding cache id
-and of the index manifest, and an index embedded in another one is refused.
+``RAGLAB_EMBED_PRECISION`` or ``precision=`` picks one. The precision is part of the embedding cache id and of
+the index manifest, and an index embedded in another one is refused.
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def native_bf16(flags: Iterable[str] | None = None) -> bool:
 
 
 def resolve_precision(precision: str | None = None, device: str = "cpu") -> str:
-    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default ``auto``);
-    ``auto`` is ``bfloat16`` on a CPU with native bfloat16, else ``float32``.
+    """The precision to embed with: ``precision`` if given, else ``RAGLAB_EMBED_PRECISION`` (default
+    ``float32``); ``auto`` is ``bfloat16`` on a CPU with native bfloat16, else ``float32``.
 
     >>> resolve_precision("float32"), resolve_precision("float64"), resolve_precision("auto", device="cuda")
     ('float32', 'float64', 'float32')

@@ -43,7 +43,7 @@ def test_native_bf16_agrees_with_torch():
 
 
 @pytest.mark.parametrize("setting, native, expected", [
-    (None, True, "bfloat16"), (None, False, "float32"), ("auto", True, "bfloat16"), ("auto", False, "float32"),
+    (None, True, "float32"), (None, False, "float32"), ("auto", True, "bfloat16"), ("auto", False, "float32"),
     ("float32", True, "float32"), ("bfloat16", False, "bfloat16"), (" BFloat16 ", True, "bfloat16")])
 def test_the_setting_overrides_the_default(monkeypatch, setting, native, expected):
     monkeypatch.setattr(precisions, "native_bf16", lambda flags=None: native)
