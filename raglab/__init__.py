@@ -43,7 +43,7 @@ _API = {
     "default_detector": "raglab.guards.detector",
     "build_assistant": "raglab.infra.assemble", "llm_settings": "raglab.infra.endpoint",
     "golden_path": "raglab.infra.corpora", "threshold_for": "raglab.infra.corpora",
-    "load_golden": "raglab.evaluation.golden",
+    "load_golden": "raglab.evaluation.golden", "golden_in_use": "raglab.course.golden_in_use",
     "bootstrap_ci": "raglab.evaluation.statistics", "paired_test": "raglab.evaluation.statistics",
     "evaluate": "raglab.evaluation.scoreboard", "run_golden": "raglab.evaluation.scoreboard",
     "scoreboard": "raglab.evaluation.scoreboard", "format_scoreboard": "raglab.evaluation.scoreboard",

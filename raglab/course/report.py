@@ -85,7 +85,7 @@ def _evalset(r: dict) -> list[str]:
     e = r["evaluation"]["evalset"]
     types = ", ".join(f"{n} {t}" for t, n in e["types"].items())
     return ["## Evaluation set", "",
-            f"`{e['file']}`: {e['questions']} questions ({types}). Each answerable question was written by hand "
+            f"`{e['file']}`{f' ({whose})' if (whose := e.get('whose')) else ''}: {e['questions']} questions ({types}). Each answerable question was written by hand "
             "from a page of the corpus, with the page, an exact quote that answers it and the facts a correct answer "
             "must contain; the unanswerable ones are about things the documentation of this profile does not cover "
             "and must be refused. The loader verifies every reference: the page must exist and contain its quote "

@@ -159,6 +159,18 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     }
 
 
+def tuned_on(corpus: str, golden: str | Path) -> bool:
+    """Whether the corpus's defaults (``raglab.infra.corpora``) were chosen on this golden set's dev split: for
+    the Python docs, the full profile's set (``evals/results/python-docs-full-tuning.json`` records the run).
+    ``golden`` is a path, relative to the project as a report records it, or absolute.
+
+    >>> tuned_on("python-docs", golden_path("python-docs", "full")), tuned_on("python-docs", "golden.jsonl")
+    (True, False)
+    """
+    tuning_sets = {"python-docs": golden_path("python-docs", "full")}
+    return corpus in tuning_sets and (config.PROJECT_ROOT / golden).resolve() == tuning_sets[corpus].resolve()
+
+
 def headline_table(report: dict, split: str = "test") -> str:
     """A Markdown table of one split: one row per system, one column per metric (value [95% CI])."""
     metrics = RETRIEVAL + ANSWERS
@@ -187,8 +199,10 @@ def format_headline(report: dict) -> str:
     """The printed report: test first (the headline), then dev, then the paired differences."""
     out = [f"{report['corpus']} ({report['profile']} profile), {report['golden']}, {report['date']}, {report['machine']}",
            "questions: " + ", ".join(f"{s} {n}" for s, n in report["questions"].items()), ""]
+    dev_label = ("the defaults were tuned here" if tuned_on(report["corpus"], report["golden"])
+                 else "no default was chosen on this set")
     for split in ("test", "dev"):
-        out += [f"{split} split" + (" (the headline)" if split == "test" else " (every choice was tuned here)"),
+        out += [f"{split} split (" + ("the headline" if split == "test" else dev_label) + ")",
                 headline_table(report, split), ""]
     out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
             "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]

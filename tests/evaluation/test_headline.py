@@ -51,3 +51,16 @@ def test_the_ceiling_and_a_trained_model_beside_the_default(workdir, python_docs
 
 def _ids(path, split: str) -> list[str]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines() if json.loads(line)["split"] == split]
+
+
+@pytest.mark.parametrize("golden, label", [
+    ("evals/python_docs_full.jsonl", "dev split (the defaults were tuned here)"),
+    ("evals/python_docs_golden.jsonl", "dev split (no default was chosen on this set)"),
+    ("/home/student/golden.jsonl", "dev split (no default was chosen on this set)"),
+])
+def test_the_dev_split_is_called_tuned_only_on_the_set_the_defaults_were_chosen_on(golden, label):
+    report = {"corpus": "python-docs", "profile": "small", "golden": golden, "date": "today", "machine": "here",
+              "questions": {"dev": 1, "test": 1}, "scores": {"dev": {}, "test": {}},
+              "vs_baseline": {"dev": {}, "test": {}}, "targets": {}, "latency_ms": {}}
+    lines = headline.format_headline(report).splitlines()
+    assert label in lines and "test split (the headline)" in lines

@@ -1,0 +1,68 @@
+"""Whose questions the course measures with: a student's split, checked ``golden.jsonl`` beside the notebooks,
+else the course's split set, with the reason printed; ``RAGLAB_GOLDEN`` first."""
+import json
+import re
+
+import pytest
+
+from raglab.evaluation.golden import load_golden
+from raglab.course.golden_in_use import golden_in_use
+from test_student_golden import docs, student_set  # noqa: F401  (docs is a fixture)
+
+
+def write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_setting(monkeypatch):
+    monkeypatch.delenv("RAGLAB_GOLDEN", raising=False)
+
+
+def test_without_a_file_of_their_own_the_course_set_and_its_split_are_used(tmp_path):
+    golden = golden_in_use("python-docs", tmp_path, "small")
+    assert golden.whose == "the course's" and golden.passed_over == ""
+    assert golden.line() == ("corpus python-docs; golden set: the course's (python_docs_golden.jsonl), "
+                             "18 dev and 18 test questions")
+    dev, test = {q.id for q in golden.dev}, {q.id for q in golden.test}
+    assert not dev & test and len(dev | test) == len(golden.questions) == 36
+    # the split the notebooks used as halves before it was committed: every other answerable question by id
+    answerable = sorted((q for q in golden.questions if q.type != "unanswerable"), key=lambda q: q.id)
+    assert [q.id for q in golden.split("dev", answerable=True)] == [q.id for q in answerable[0::2]]
+    assert sum(q.type == "unanswerable" for q in golden.dev) == 2
+
+
+def test_a_checked_split_set_beside_the_notebooks_is_the_set(tmp_path, docs):
+    records = student_set(docs)
+    write(tmp_path / "golden.jsonl", records)
+    golden = golden_in_use("python-docs", tmp_path, "small")
+    assert golden.whose == "yours" and golden.path == tmp_path / "golden.jsonl"
+    assert [q.id for q in golden.dev] == [r["id"] for r in records if r["split"] == "dev"]
+    assert golden.line().startswith("corpus python-docs; golden set: yours (golden.jsonl), 15 dev and 15 test")
+
+
+@pytest.mark.parametrize("spoil, why", [
+    (lambda rs: rs[:20], r"yours \(golden.jsonl\) is not used yet: \d+ problem\(s\), `raglab golden check golden.jsonl` lists them"),
+    (lambda rs: [{k: v for k, v in r.items() if k != "split"} for r in rs],
+     r"yours \(golden.jsonl\) is not used yet: its questions have no 'split' \(dev or test\)"),
+])
+def test_a_set_that_fails_the_check_or_has_no_split_is_passed_over_and_the_line_says_why(tmp_path, docs, spoil, why):
+    write(tmp_path / "golden.jsonl", spoil(student_set(docs)))
+    golden = golden_in_use("python-docs", tmp_path, "small")
+    assert golden.whose == "the course's"
+    assert re.search(why, golden.line()), golden.line()
+
+
+def test_raglab_golden_names_the_set_and_it_must_be_split(tmp_path, docs, monkeypatch):
+    write(tmp_path / "golden.jsonl", student_set(docs))
+    named = write(tmp_path / "other.jsonl", student_set(docs)[:30])
+    monkeypatch.setenv("RAGLAB_GOLDEN", str(named))
+    assert golden_in_use("python-docs", tmp_path, "small").whose == "RAGLAB_GOLDEN's"
+    write(named, [{k: v for k, v in r.items() if k != "split"} for r in student_set(docs)])
+    with pytest.raises(ValueError, match=r"other.jsonl: 30 question\(s\) have no 'split'.*the first s-001"):
+        golden_in_use("python-docs", tmp_path, "small")
+
+
+def test_the_course_set_still_loads_as_before(docs):
+    assert len(load_golden("python-docs", docs)) == 36
