@@ -11,7 +11,7 @@ from raglab.course import artifacts, timings
 from raglab.course.cells import for_readers
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
-from raglab.evaluation.golden import golden_file
+from raglab.course.golden_in_use import golden_in_use
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.base.files import atomic_open
 
@@ -89,7 +89,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     rubric = check(where)
     rubric_path = write_rubric(rubric, where)
     report_md, report_html = write_report(where, out / "report")
-    print_scoreboard(out)
+    print_scoreboard(out, folder)
     passed = sum(r.passed for r in rubric)
     print()
     print(f"rendered notebooks: {out_dir.resolve()}/ ({', '.join(p.name for p in written)})")
@@ -101,13 +101,15 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     return passed == len(rubric)
 
 
-def print_scoreboard(out: Path) -> dict:
-    """The main job's last step: score the assistant on the Python-docs golden set (the profile's, or
-    the student's own in ``$RAGLAB_GOLDEN``) and print it."""
+def print_scoreboard(out: Path, folder: Path = NOTEBOOKS) -> dict:
+    """The main job's last step: score the assistant on the golden set the notebooks in ``folder`` measure
+    with (``golden_in_use``: ``$RAGLAB_GOLDEN``, else a student's ``golden.jsonl`` there, else the course's)
+    and print it."""
     import json
 
-    golden = golden_file("python-docs")
-    board = run_golden(build_assistant("python-docs"), golden)
+    golden = golden_in_use("python-docs", folder)
+    print(f"\n{golden.line()}")
+    board = run_golden(build_assistant("python-docs"), golden.path)
     with atomic_open(out / "scoreboard.json") as fh:
         json.dump(board, fh, indent=2)
     print()

@@ -66,3 +66,18 @@ def test_raglab_golden_names_the_set_and_it_must_be_split(tmp_path, docs, monkey
 
 def test_the_course_set_still_loads_as_before(docs):
     assert len(load_golden("python-docs", docs)) == 36
+
+
+def test_raglab_workbook_golden_hands_the_file_to_every_notebook(tmp_path, docs, monkeypatch):
+    from raglab.surfaces import cli
+    from raglab.surfaces.cli import course
+
+    monkeypatch.setenv("RAGLAB_GOLDEN", "")          # recorded, so the command's setting is undone after the test
+    seen = []
+    monkeypatch.setattr(course, "run_workbook", lambda **kw: seen.append(golden_in_use("python-docs", tmp_path, "small")) or True)
+    with pytest.raises(SystemExit, match="--golden nowhere.jsonl: no such file"):
+        cli.main(["workbook", "--golden", "nowhere.jsonl"])
+    mine = write(tmp_path / "mine.jsonl", student_set(docs))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["workbook", "--golden", "mine.jsonl", "--out", str(tmp_path / "build")]) == 0
+    assert seen[0].whose == "RAGLAB_GOLDEN's" and seen[0].path == mine

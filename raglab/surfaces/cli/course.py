@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from raglab.course.workbook import run_workbook
 
 
 def cmd_workbook(args) -> int:
+    if args.golden:      # read by every notebook's kernel (it inherits the environment) and by the scoreboard
+        golden = Path(args.golden).resolve()
+        if not golden.is_file():
+            raise SystemExit(f"--golden {args.golden}: no such file")
+        os.environ["RAGLAB_GOLDEN"] = str(golden)
     return 0 if run_workbook(out=args.out, inplace=args.inplace) else 1
 
 
@@ -114,4 +120,6 @@ def add_workbook(sub) -> None:
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
     wb.add_argument("--inplace", action="store_true", help="also save the executed notebooks over the sources")
+    wb.add_argument("--golden", metavar="FILE", help="a split golden set every notebook measures with (sets RAGLAB_GOLDEN; "
+                    "default: golden.jsonl beside the notebooks once it passes the check, else the course's)")
     wb.set_defaults(func=cmd_workbook)
