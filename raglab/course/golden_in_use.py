@@ -72,14 +72,15 @@ def golden_in_use(corpus: str = "python-docs", folder: str | Path = ".", profile
         return _split_set(corpus, Path(named), "RAGLAB_GOLDEN's", docs)
     mine, passed_over = Path(folder) / STUDENT_FILE, ""
     if mine.exists():
-        check = check_student_golden(mine, docs)
-        if check.problems:
-            passed_over = (f"yours ({STUDENT_FILE}) is not used yet: {len(check.problems)} problem(s), "
+        problems = check_student_golden(mine, docs).problems
+        questions = () if problems else tuple(load_golden(mine, docs))
+        if problems:
+            passed_over = (f"yours ({STUDENT_FILE}) is not used yet: {len(problems)} problem(s), "
                            f"`raglab golden check {STUDENT_FILE}` lists them")
-        elif not all(q.split for q in load_golden(mine)):      # the check allows a split on all lines or none
+        elif not all(q.split for q in questions):      # the check allows a split on all lines or none
             passed_over = f"yours ({STUDENT_FILE}) is not used yet: its questions have no 'split' (dev or test)"
         else:
-            return _split_set(corpus, mine, "yours", docs)
+            return GoldenInUse(corpus, mine, "yours", questions)
     return _split_set(corpus, golden_path(corpus, profile), "the course's", docs, passed_over)
 
 
