@@ -45,6 +45,7 @@ _API = {
     "golden_path": "raglab.infra.corpora", "threshold_for": "raglab.infra.corpora",
     "load_golden": "raglab.evaluation.golden", "golden_in_use": "raglab.course.golden_in_use",
     "bootstrap_ci": "raglab.evaluation.statistics", "paired_test": "raglab.evaluation.statistics",
+    "choose": "raglab.evaluation.statistics",
     "evaluate": "raglab.evaluation.scoreboard", "run_golden": "raglab.evaluation.scoreboard",
     "scoreboard": "raglab.evaluation.scoreboard", "format_scoreboard": "raglab.evaluation.scoreboard",
     "scores_frame": "raglab.evaluation.scoreboard", "per_question": "raglab.evaluation.scoreboard",

@@ -1,5 +1,8 @@
-"""Statistics used by every report: bootstrap confidence intervals, paired bootstrap tests, quantiles."""
+"""Statistics used by every report: bootstrap confidence intervals, paired bootstrap tests, quantiles, and the
+course's one rule for choosing a setting (``choose``)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,6 +53,57 @@ def paired_test(a, b, reps: int = 10000, seed: int = 0) -> dict:
     return {"diff": round(float(d.mean()), 4), "ci_low": round(float(lo), 4), "ci_high": round(float(hi), 4),
             "p_value": round(p, 4), "significant": bool(lo > 0 or hi < 0),
             "mde": minimum_detectable_difference(d)}
+
+
+RULE = "keep a change only when the 95% paired bootstrap interval of its gain on dev is above 0"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the one rule decided between a default setting and a candidate, and the numbers it read."""
+
+    default: str
+    candidate: str
+    metric: str
+    split: str
+    n: int
+    diff: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def verdict(self) -> str:
+        """``better`` (the interval is above 0), ``worse`` (below 0) or ``no detectable difference``."""
+        return "better" if self.ci_low > 0 else "worse" if self.ci_high < 0 else "no detectable difference"
+
+    @property
+    def kept(self) -> str:
+        """The setting the rule keeps: the candidate only when it is better."""
+        return self.candidate if self.verdict == "better" else self.default
+
+    def __str__(self) -> str:
+        return (f"{self.split}, {self.metric}, {self.candidate} minus {self.default}, paired over {self.n} questions: "
+                f"{self.diff:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}]: {self.verdict}; keep {self.kept}\n"
+                f"(the rule: {RULE})")
+
+
+def choose(default_scores, candidate_scores, default: str = "the default", candidate: str = "the change",
+           metric: str = "MRR@10", split: str = "dev") -> Choice:
+    """The course's one rule for every choice: keep the candidate setting only when the paired bootstrap
+    interval (``paired_test``) of its per-question gain over the default, on the dev split, is above 0.
+    An interval that holds 0 is "no detectable difference" and keeps the default.
+
+    >>> c = choose([0.5, 0.0, 1.0, 0.5] * 5, [1.0, 0.5, 1.0, 1.0] * 5, "b = 0.75", "b = 1.0")
+    >>> c.verdict, c.kept, c.diff
+    ('better', 'b = 1.0', 0.375)
+    >>> choose([1, 0, 1, 0], [0, 1, 0, 1], "b = 0.75", "b = 0.3").kept      # as often worse as better
+    'b = 0.75'
+    """
+    if len(default_scores) != len(candidate_scores) or not len(default_scores):
+        raise ValueError(f"choose needs one score per question for both settings, on the same questions: "
+                         f"got {len(default_scores)} and {len(candidate_scores)}")
+    t = paired_test(default_scores, candidate_scores)
+    return Choice(default, candidate, metric, split, len(default_scores), t["diff"], t["ci_low"], t["ci_high"])
 
 
 Z_975, Z_80 = 1.959964, 0.841621     # standard normal quantiles: two-sided 5% test, 80% power
