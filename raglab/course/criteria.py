@@ -18,6 +18,7 @@ from raglab.book.citations import parse_citations
 from raglab.book.refusal import REFUSAL
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
 from raglab.base.text import clean
+from raglab.evaluation.statistics import choose
 
 # The bake-off must separate its configurations by more than noise: 0.10 in recall@5 is three
 # questions of thirty.
@@ -155,19 +156,25 @@ def keyword_and_vector_wins(a: Artifacts):
 
 
 def ranked_first(a: Artifacts):
+    """Reranking measured on the student's fused rankings, and its misses looked at. The course text asks that the
+    right chunk come first for most questions; the packaged embedding model does not reach that on every set (the
+    course's dev questions: 7 of 16), so the share is reported, and what fails is a fusion that loses the
+    evidence (not in its top 10 for most questions) or misses that were not looked at."""
     m3 = a.section("m3")
-    parts, best = [], None
+    parts, lost = [], []
     for label, rows in m3["configs"].items():
         first = sum(r.get("rerank rank") == 1 for r in rows)
-        parts.append(f"{label}: {first}/{len(rows)}")
-        if first > len(rows) / 2:
-            best = label
+        fused = sum(r.get("hybrid rank") is not None for r in rows)
+        parts.append(f"{label}: first {first}/{len(rows)}, in the fused top 10 {fused}/{len(rows)}")
+        if fused <= len(rows) / 2:
+            lost.append(label)
     missed = m3.get("misses_shown", [])
-    why = "right chunk ranked first after reranking: " + "; ".join(parts)
+    why = "after reranking, right chunk " + "; ".join(parts)
+    if lost:
+        return False, why + f"; the fusion loses the evidence for most questions with {', '.join(lost)}"
     if not missed:
-        return False, why + "; the cases where it is not were not looked at (no misses shown)"
-    return best is not None, why + (f"; most with {best}" if best else "; not most in any configuration") + \
-        f"; {len(missed)} misses shown"
+        return False, why + "; the cases where it is not first were not looked at (no misses shown)"
+    return True, why + f"; {len(missed)} misses shown"
 
 
 # ---------------------------------------------------------------- milestone 4
@@ -301,18 +308,22 @@ def failures_traced_by_you(a: Artifacts):
 
 
 def chunking_choice(a: Artifacts):
+    """The student's chosen row, against the table's best row by the course's one rule (a paired interval on
+    the same dev questions): it is ruled out only when the best row is better than it."""
     choice, bake = a.section("choice"), a.section("bakeoff")
     rows = {(r["chunking"], r["retriever"]): r for r in bake["table"]}
-    row = rows.get((choice["chunking"], choice["retriever"]))
-    if row is None:
+    key = (choice["chunking"], choice["retriever"])
+    if key not in rows:
         return False, f"the choice {choice['chunking']} + {choice['retriever']} is not a configuration of the bake-off"
-    metric = bake["metric"]
-    best = max(r[metric] for r in rows.values())
-    why = f"chose {choice['chunking']} + {choice['retriever']}: {metric} {row[metric]:.3f} " \
-          f"[{row[f'{metric}_lo']:.3f}, {row[f'{metric}_hi']:.3f}], the table's best {best:.3f}"
-    if row[f"{metric}_hi"] < best:
-        return False, why + " lies above its interval: the data rules this choice out"
-    return True, why + " within its reach; the reasons are graded by hand"
+    metric, per_question = bake["metric"], bake["per_question"]
+    best = max(rows, key=lambda k: (rows[k][metric], rows[k]["mrr"]))
+    c = choose(per_question[" + ".join(key)], per_question[" + ".join(best)], " + ".join(key), " + ".join(best),
+               metric=metric)
+    why = f"chose {' + '.join(key)}: {metric} {rows[key][metric]:.3f}; the table's best, {c.candidate}, minus it: " \
+          f"{c.diff:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
+    if c.verdict == "better":
+        return False, why + ": the best is better on the same questions; the data rules this choice out"
+    return True, why + ": no detectable difference; the reasons are graded by hand"
 
 
 # (milestone, criterion, check, notebook, the stages of the student's pipeline whose artifacts it reads)
@@ -322,7 +333,7 @@ CRITERIA = [
     (M["01"], "your window size fits the model without fragmenting the pages", size_fits, "01", ("chunker", "chunk size")),
     (M["02"], "the right chunk is in the fused top 20 for 10 hand-written questions", fused_top20, "02", ("bm25",)),
     (M["02"], "a question only BM25 gets right and one only dense gets right", keyword_and_vector_wins, "02", ("bm25",)),
-    (M["03"], "the right chunk is ranked first for most questions, and the misses were looked at", ranked_first, "03",
+    (M["03"], "reranking measured on your fused rankings, and the misses looked at", ranked_first, "03",
      ("fusion",)),
     (M["04"], "answers carry valid citations", valid_citations, "04", ("citation check",)),
     (M["04"], "an invented citation id is caught", invented_id_caught, "04", ("citation check",)),
@@ -332,6 +343,6 @@ CRITERIA = [
      ("recall", "mrr")),
     (M["06"], "five failures traced to the stage the run's records give", failures_traced_by_you, "06", ("recall", "mrr")),
     (M["07"], "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07", ("winner rule",)),
-    (M["07"], "a chunking chosen that the bake-off's intervals do not rule out", chunking_choice, "07", ("winner rule",)),
+    (M["07"], "a chunking chosen that the bake-off's paired rule does not rule out", chunking_choice, "07", ("winner rule",)),
     (M["08"], "your cost function priced this run's answers at the list price", your_prices, "08", ("answer cost",)),
 ]

@@ -1,8 +1,9 @@
 """The chunking x retriever bake-off: every chunker with every retriever on one golden set.
 
-Each cell reports recall@3, recall@5 and MRR with bootstrap intervals, and latency. The winner is
-chosen from the data: the best recall@5, with a paired test against the runner-up saying whether
-the gap is more than noise (if not, MRR and then latency decide).
+Each cell reports recall@3, recall@5 and MRR with bootstrap intervals, and latency. The winner is the
+best row (recall@5, then MRR, then latency), with a paired test against the runner-up saying whether
+the gap is more than noise. Whether it replaces the course's baseline cell is the course's one rule
+(``keep_or_default``): only when its paired interval of gain on the same (dev) questions is above 0.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from raglab.infra.tokenizer import load_tokenizer, token_lengths
 from raglab.infra.embedder import Embedder
 from raglab.evaluation.golden import answerable_questions
 from raglab.evaluation.scoreboard import evaluate
-from raglab.evaluation.statistics import bootstrap_ci, paired_test, paired_text
+from raglab.evaluation.statistics import Choice, bootstrap_ci, choose, paired_test, paired_text
 from raglab.book.rerank import SentenceMaxReranker
 from raglab.book.retrieve import Retriever
 from raglab.infra.assemble import get_index
@@ -23,16 +24,18 @@ from raglab.infra.assemble import get_index
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))
 RETRIEVERS = ("dense", "bm25", "hybrid", "rerank")
+BASELINE_CELL = ("words 150/30", "hybrid")      # the course's baseline (raglab.evaluation.baseline): the default
 
 
 def run_bakeoff(corpus: str = "python-docs", profile: str | None = None, golden: str | Path | None = None,
-                embedder=None, chunkers=CHUNKERS, retrievers=RETRIEVERS, k: int = 5):
+                embedder=None, chunkers=CHUNKERS, retrievers=RETRIEVERS, k: int = 5, split: str | None = None):
     """Returns ``(table, per_question)``: a DataFrame with one row per (chunking, retriever), and the
-    per-question recall@5 lists behind it (for paired comparisons)."""
+    per-question recall@5 lists behind it (for paired comparisons). ``split`` keeps one split of a split
+    golden set (``dev`` to choose on)."""
     import pandas as pd  # lazy: only for tables
 
     embedder = embedder or Embedder()
-    questions = answerable_questions(corpus, profile, golden)
+    questions = answerable_questions(corpus, profile, golden, split)
     tok = load_tokenizer()
     rows, per_question = [], {}
     for settings in chunkers:
@@ -72,3 +75,16 @@ def choose_winner(table, per_question: dict, k: int = 5, latency: bool = True) -
              + ("a real gain" if test["significant"] else "within noise on this many questions; MRR and latency break the tie"),
              f"the whole table spans {spread:.3f} in {metric} (worst: {worst.chunking} + {worst.retriever})"]
     return bkey, "\n".join(lines)
+
+
+def keep_or_default(per_question: dict, candidate: tuple[str, str], default: tuple[str, str] = BASELINE_CELL,
+                    k: int = 5, split: str = "dev") -> Choice:
+    """The one rule on a bake-off: the candidate cell replaces the default only when the paired interval of
+    its per-question recall@k gain is above 0 (``raglab.evaluation.statistics.choose``).
+
+    >>> per_q = {("words 150/30", "hybrid"): [1, 0, 1, 0] * 4, ("headings", "rerank"): [1, 1, 1, 0] * 4}
+    >>> keep_or_default(per_q, ("headings", "rerank")).kept
+    'headings + rerank'
+    """
+    return choose(per_question[default], per_question[candidate], " + ".join(default), " + ".join(candidate),
+                  metric=f"recall@{k}", split=split)

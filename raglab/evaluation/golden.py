@@ -274,7 +274,9 @@ def user_for(question: Question) -> tuple[str, ...] | None:
     return (access,) if access and access != "public" else None
 
 
-def answerable_questions(corpus: str, profile: str | None = None, golden: str | Path | None = None):
-    """The golden set's answerable questions (validated against the corpus): what retrieval is scored on."""
-    return [q for q in load_golden(golden or golden_file(corpus), load_corpus(corpus, profile))
+def answerable_questions(corpus: str, profile: str | None = None, golden: str | Path | None = None,
+                         split: str | None = None):
+    """The golden set's answerable questions (validated against the corpus): what retrieval is scored on;
+    ``split`` keeps one split (``dev`` or ``test``) of a split set."""
+    return [q for q in load_golden(golden or golden_file(corpus), load_corpus(corpus, profile), split)
             if q.type != "unanswerable"]

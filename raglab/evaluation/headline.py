@@ -22,7 +22,7 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.infra.assemble import build_assistant
-from raglab.infra.corpora import golden_path
+from raglab.infra.corpora import entry, golden_path, registered
 from raglab.infra.corpus import load_corpus
 from raglab.evaluation.baseline import CourseBaseline
 from raglab.evaluation.golden import SPLITS, Question, load_golden
@@ -159,16 +159,27 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     }
 
 
-def tuned_on(corpus: str, golden: str | Path) -> bool:
-    """Whether the corpus's defaults (``raglab.infra.corpora``) were chosen on this golden set's dev split: for
-    the Python docs, the full profile's set (``evals/results/python-docs-full-tuning.json`` records the run).
-    ``golden`` is a path, relative to the project as a report records it, or absolute.
+def tuned_on(corpus: str, golden: str | Path) -> str | None:
+    """Which part of this golden set the corpus's defaults were chosen on (``CorpusEntry.tuned`` in
+    ``raglab.infra.corpora``): ``dev``, ``all`` (in-sample: a threshold chosen on every question), or None
+    for a set no default was chosen on (a student's own). ``golden`` is a path, relative to the project as a
+    report records it, or absolute.
 
-    >>> tuned_on("python-docs", golden_path("python-docs", "full")), tuned_on("python-docs", "golden.jsonl")
-    (True, False)
+    >>> tuned_on("python-docs", golden_path("python-docs", "full")), tuned_on("python-docs", golden_path("python-docs", "small"))
+    ('dev', 'all')
+    >>> tuned_on("python-docs", "golden.jsonl") is None
+    True
     """
-    tuning_sets = {"python-docs": golden_path("python-docs", "full")}
-    return corpus in tuning_sets and (config.PROJECT_ROOT / golden).resolve() == tuning_sets[corpus].resolve()
+    evals = (config.PROJECT_ROOT / "evals").resolve()
+    where = (config.PROJECT_ROOT / golden).resolve()
+    return entry(corpus).tuned.get(where.name) if where.parent == evals and registered(corpus) else None
+
+
+DEV_LABELS = {"dev": "the defaults were tuned here",
+              "all": "the refusal threshold was chosen on every question of this set: in-sample",
+              None: "no default was chosen on this set"}
+TEST_LABELS = {"dev": "the headline", "all": "in-sample: the refusal threshold was chosen here too",
+               None: "the headline"}
 
 
 def headline_table(report: dict, split: str = "test") -> str:
@@ -199,10 +210,9 @@ def format_headline(report: dict) -> str:
     """The printed report: test first (the headline), then dev, then the paired differences."""
     out = [f"{report['corpus']} ({report['profile']} profile), {report['golden']}, {report['date']}, {report['machine']}",
            "questions: " + ", ".join(f"{s} {n}" for s, n in report["questions"].items()), ""]
-    dev_label = ("the defaults were tuned here" if tuned_on(report["corpus"], report["golden"])
-                 else "no default was chosen on this set")
+    tuned = tuned_on(report["corpus"], report["golden"])
     for split in ("test", "dev"):
-        out += [f"{split} split (" + ("the headline" if split == "test" else dev_label) + ")",
+        out += [f"{split} split (" + (TEST_LABELS if split == "test" else DEV_LABELS)[tuned] + ")",
                 headline_table(report, split), ""]
     out += ["paired differences, default minus course baseline (hybrid)", difference_table(report), "",
             "retrieval latency ms: " + ", ".join(f"{k} p50 {v['p50']} / p95 {v['p95']}" for k, v in report["latency_ms"].items())]

@@ -32,6 +32,9 @@ class CorpusEntry:
       get their fused score multiplied by ``demote_factor`` unless the question asks about versions.
     - ``thresholds``: refusal thresholds by evidence signal (``rerank``: the top reranked score;
       ``dense``: the top dense cosine with the unknown-names rule) and profile.
+    - ``tuned``: for each golden set (file name in ``evals/``) a default was chosen on, which part of it:
+      ``dev`` (its test split stays held out) or ``all`` (the threshold was chosen on every question, test
+      included: a score on that set is in-sample).
     """
 
     name: str
@@ -43,6 +46,7 @@ class CorpusEntry:
     demote: tuple[str, ...] = ()
     demote_factor: float = 1.0
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+    tuned: dict[str, str] = field(default_factory=dict)
 
     @property
     def signal(self) -> str:
@@ -68,10 +72,12 @@ REGISTRY: dict[str, CorpusEntry] = {e.name: e for e in (
                 golden={"small": "python_docs_golden.jsonl", "full": "python_docs_full.jsonl"},
                 chunking=("headings", True), rerank=False, title_weight=0.5, demote=("whatsnew/",),
                 demote_factor=0.5,
-                thresholds={"dense": {"full": 0.5004, "small": 0.4462}, "rerank": {"small": 0.607}}),
+                thresholds={"dense": {"full": 0.5004, "small": 0.4462}, "rerank": {"small": 0.607}},
+                tuned={"python_docs_full.jsonl": "dev", "python_docs_golden.jsonl": "all"}),
     CorpusEntry("helpcenter", "data/helpcenter (Markdown, some pages premium)",
                 golden={"small": "helpcenter_golden.jsonl"},
-                chunking=("headings", True), thresholds={"rerank": {"small": 0.669}}),
+                chunking=("headings", True), thresholds={"rerank": {"small": 0.669}},
+                tuned={"helpcenter_golden.jsonl": "all"}),
 )}
 DEFAULT = "python-docs"
 DEFAULT_THRESHOLD = REGISTRY[DEFAULT].thresholds["rerank"]["small"]   # an Assistant built by hand, with a reranker

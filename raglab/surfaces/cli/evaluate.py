@@ -13,7 +13,7 @@ from raglab.book.chunking import STRATEGIES, ChunkSettings
 from raglab.infra.corpus import load_corpus
 from raglab.course.artifacts import jsonable
 from raglab.evaluation import chunking_lab as lab
-from raglab.evaluation.bakeoff import choose_winner, run_bakeoff
+from raglab.evaluation.bakeoff import BASELINE_CELL, choose_winner, keep_or_default, run_bakeoff
 from raglab.evaluation.golden import check_student_golden, golden_file, load_golden
 from raglab.evaluation.headline import format_headline, run_headline
 from raglab.evaluation.judge import CITATION_CHECKS_FILE, VERDICTS_FILE, format_agreement, judge_report
@@ -103,7 +103,9 @@ def cmd_judge(args) -> int:
 
 def cmd_bakeoff(args) -> int:
     table, per_question = run_bakeoff(args.corpus, args.profile, args.golden)
-    _, rationale = choose_winner(table, per_question)
+    winner, rationale = choose_winner(table, per_question)
+    if BASELINE_CELL in per_question and winner != BASELINE_CELL:     # the one rule: switch only on a real gain
+        rationale += "\n" + str(keep_or_default(per_question, winner, split="every question"))
     cols = ["chunking", "retriever", "recall@3", "recall@5", "recall@5_lo", "recall@5_hi", "mrr", "latency_p50_ms"]
     print(table[cols].to_string(index=False))
     print(rationale)
