@@ -289,6 +289,30 @@ def bakeoff_decided(a: Artifacts):
     return True, f"{metric} spans {spread:.3f} over {len(cells)} configurations; winner {' + '.join(winner)}"
 
 
+# Where the milestones before 6 record the questions they read (``GoldenInUse.read``): each chose on dev.
+CHOOSING_SECTIONS = ("m2", "m3", "m4")
+
+
+def read_test_once(a: Artifacts):
+    """Milestone 6 reports the test split of the golden set every milestone chose on, and no milestone before it
+    read a test question: each choosing milestone recorded the dev split of the same set (its content hash)."""
+    report = a.section("evaluation").get("read")
+    if not report or report["split"] != "test":
+        return False, f"milestone 6 reported on {report['split'] if report else 'no recorded'} split, not test"
+    test_ids, problems = set(report["ids"]), []
+    for name in CHOOSING_SECTIONS:
+        read = a.section(name).get("read")
+        if not read:
+            problems.append(f"{name} recorded no questions read")
+        elif read["sha256"] != report["sha256"]:
+            problems.append(f"{name} read {read['golden']} ({read['whose']}), another set than milestone 6's")
+        elif read["split"] != "dev" or test_ids & set(read["ids"]):
+            problems.append(f"{name} read {len(test_ids & set(read['ids']))} test question(s)")
+    why = (f"milestone 6 reports {len(test_ids)} test questions of {report['golden']} ({report['whose']}); "
+           f"milestones 2, 3 and 4 chose on its dev split")
+    return not problems, "; ".join(problems) if problems else why
+
+
 # ---------------------------------------------------------------- the student's own work
 
 def failures_traced_by_you(a: Artifacts):
@@ -342,6 +366,7 @@ CRITERIA = [
     (M["06"], "your recall@5 and MRR@10 score this run's rankings as the course defines them", your_metrics, "06",
      ("recall", "mrr")),
     (M["06"], "five failures traced to the stage the run's records give", failures_traced_by_you, "06", ("recall", "mrr")),
+    (M["06"], "the test split read once, in milestone 6, of the set every choice was made on", read_test_once, "06", ("evaluation loop",)),
     (M["07"], "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07", ("winner rule",)),
     (M["07"], "a chunking chosen that the bake-off's paired rule does not rule out", chunking_choice, "07", ("winner rule",)),
     (M["08"], "your cost function priced this run's answers at the list price", your_prices, "08", ("answer cost",)),

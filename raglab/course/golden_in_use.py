@@ -13,6 +13,7 @@ Every choice is made on the ``dev`` split; milestone 6 reads ``test`` once, to r
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,14 @@ class GoldenInUse:
     @property
     def test(self) -> list[Question]:
         return self.split("test")
+
+    def read(self, name: str) -> dict:
+        """What a milestone records of the questions it read: the corpus, the set (its file, a hash of its
+        content, whose it is), the split and the ids, so that a checker can tell whose questions, and which
+        split, each artifact measured (``raglab.course.criteria.read_test_once``)."""
+        return {"corpus": self.corpus, "golden": self.path.name, "whose": self.whose,
+                "sha256": hashlib.sha256(self.path.read_bytes()).hexdigest()[:16],
+                "split": name, "ids": [q.id for q in self.split(name)]}
 
     def line(self) -> str:
         """The one line a milestone prints near its top: the corpus, whose set, and the size of each split.

@@ -259,6 +259,19 @@ def test_missing_and_corrupt_artifacts_fail_with_the_file_named(copy, capsys):
     assert capsys.readouterr().out.count("| FAIL |") == 4
 
 
+def test_a_test_question_read_before_milestone_6_or_another_set_fails(copy):
+    from raglab.course.criteria import read_test_once
+
+    test_ids = artifacts.load_results(copy)["evaluation"]["read"]["ids"]
+    edit_results(copy, "m3", lambda m3: m3["read"]["ids"].append(test_ids[0]))
+    assert only_failure(copy, read_test_once) == "m3 read 1 test question(s)"
+    edit_results(copy, "m3", lambda m3: m3["read"]["ids"].remove(test_ids[0]))
+    edit_results(copy, "m2", lambda m2: m2["read"].update(sha256="0" * 16, golden="golden.jsonl", whose="yours"))
+    assert "m2 read golden.jsonl (yours), another set than milestone 6's" in only_failure(copy, read_test_once)
+    edit_results(copy, "evaluation", lambda e: e["read"].update(split="dev"))
+    assert "milestone 6 reported on dev split, not test" in only_failure(copy, read_test_once)
+
+
 def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nowhere")]) == 2
     assert "no artifacts folder" in capsys.readouterr().err
