@@ -2,8 +2,9 @@
 
 For each bundled corpus: where it comes from, its golden sets by profile, and the defaults its
 assistant runs with (chunking, reranking or not, BM25's title field, release-note demotion) and the
-refusal thresholds calibrated for them (per evidence signal and profile). A corpus
-given as a folder path, or ``python-docs-3.X``, falls back to the Python docs' defaults.
+refusal thresholds calibrated for them (per evidence signal and profile). ``python-docs-3.X``
+gets the Python docs' defaults; a folder of the user's own gets the course's baseline (``FOLDER``),
+nothing tuned on another corpus.
 
 >>> entry("helpcenter").chunking
 ('headings', True)
@@ -11,6 +12,8 @@ given as a folder path, or ``python-docs-3.X``, falls back to the Python docs' d
 'python_docs_full.jsonl'
 >>> golden_path("python-docs", "small").name
 'python_docs_golden.jsonl'
+>>> entry("python-docs-3.12").demote, entry("my/folder").demote, entry("my/folder").chunking
+(('whatsnew/',), (), ('words', False))
 """
 from __future__ import annotations
 
@@ -80,12 +83,20 @@ REGISTRY: dict[str, CorpusEntry] = {e.name: e for e in (
                 tuned={"helpcenter_golden.jsonl": "all"}),
 )}
 DEFAULT = "python-docs"
+# A folder of the user's own: the course's baseline (raglab.evaluation.baseline), no lever tuned on another
+# corpus (no title field, no release-note demotion): word windows 150/30 and plain hybrid search, until the
+# folder's own bake-off (notebook 07, on its dev split) shows by the one rule that something else is better.
+# Its refusal threshold is calibrated from the folder itself (raglab.infra.calibration).
+FOLDER = CorpusEntry("a folder", "a folder of your own pages (.md, .txt)", chunking=("words", False), rerank=False)
 DEFAULT_THRESHOLD = REGISTRY[DEFAULT].thresholds["rerank"]["small"]   # an Assistant built by hand, with a reranker
 
 
 def entry(corpus: str) -> CorpusEntry:
-    """The registry entry of a corpus; any other corpus (a folder, another docs version) gets the default's."""
-    return REGISTRY.get(str(corpus), REGISTRY[DEFAULT])
+    """The registry entry of a corpus: its own, the Python docs' for another docs version, ``FOLDER`` for a
+    folder."""
+    if str(corpus) in REGISTRY:
+        return REGISTRY[str(corpus)]
+    return REGISTRY[DEFAULT] if registered(corpus) else FOLDER
 
 
 def registered(corpus: str) -> bool:
