@@ -40,6 +40,17 @@ def workdir(tmp_path_factory):
     mp.undo()
 
 
+@pytest.fixture(scope="module")
+def project_caches():
+    """The project's own working folder (its caches and indexes, which the main job fills), not the private one
+    the session's ``workdir`` fixture may have set: for the tests that run whole notebooks, as a learner's or an
+    instructor's machine runs them (without it they embed every corpus again, cold)."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("RAGLAB_WORKDIR", raising=False)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def embedder(workdir):
     """The packaged MiniLM with a cache in the private working folder."""

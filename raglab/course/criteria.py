@@ -366,7 +366,7 @@ CRITERIA = [
     (M["06"], "your recall@5 and MRR@10 score this run's rankings as the course defines them", your_metrics, "06",
      ("recall", "mrr")),
     (M["06"], "five failures traced to the stage the run's records give", failures_traced_by_you, "06", ("recall", "mrr")),
-    (M["06"], "the test split read once, in milestone 6, of the set every choice was made on", read_test_once, "06", ("evaluation loop",)),
+    (M["06"], "the test split read once, in milestone 6, of the set every choice was made on", read_test_once, "06", ("recall", "mrr")),
     (M["07"], "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07", ("winner rule",)),
     (M["07"], "a chunking chosen that the bake-off's paired rule does not rule out", chunking_choice, "07", ("winner rule",)),
     (M["08"], "your cost function priced this run's answers at the list price", your_prices, "08", ("answer cost",)),

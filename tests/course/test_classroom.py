@@ -18,6 +18,8 @@ import pytest
 from raglab.course import classroom, grading
 from raglab.experiments.recorded import recorded, recording
 
+pytestmark = pytest.mark.usefixtures("project_caches")      # the main job's warm caches
+
 M1 = "01_ingest_and_chunking"
 DROPS_TAIL = """def chunk_words(words, size=150, overlap=30):
     return [words[i:i + size] for i in range(0, max(len(words) - size, 1), size - overlap)]"""

@@ -16,6 +16,8 @@ from raglab.course.workbook import execute
 sys.path.insert(0, str(Path(__file__).parents[1] / "evaluation"))
 from test_student_golden import student_set, write  # noqa: E402  (the same builder the validator's tests use)
 
+pytestmark = pytest.mark.usefixtures("project_caches")      # the main job's warm caches
+
 READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation", "07_bakeoff",
                         "07_chunking_lab"]
 
