@@ -306,7 +306,9 @@ def read_test_once(a: Artifacts):
             problems.append(f"{name} recorded no questions read")
         elif read["sha256"] != report["sha256"]:
             problems.append(f"{name} read {read['golden']} ({read['whose']}), another set than milestone 6's")
-        elif read["split"] != "dev" or test_ids & set(read["ids"]):
+        elif read["split"] != "dev":
+            problems.append(f"{name} read the {read['split']} split, not dev")
+        elif test_ids & set(read["ids"]):
             problems.append(f"{name} read {len(test_ids & set(read['ids']))} test question(s)")
     why = (f"milestone 6 reports {len(test_ids)} test questions of {report['golden']} ({report['whose']}); "
            f"milestones 2, 3 and 4 chose on its dev split")
