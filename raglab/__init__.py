@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _API = {
     "Document": "raglab.book.documents", "CorpusError": "raglab.base.corpus_files", "CorpusWarning": "raglab.base.corpus_files",
-    "load_corpus": "raglab.infra.corpus", "corpus_stats": "raglab.infra.corpus", "python_docs_dir": "raglab.infra.python_docs",
+    "load_corpus": "raglab.infra.corpus", "corpus_stats": "raglab.infra.corpus", "attribution": "raglab.infra.corpus", "python_docs_dir": "raglab.infra.python_docs",
     "Chunk": "raglab.book.chunking", "ChunkSettings": "raglab.book.chunking", "chunk_corpus": "raglab.book.chunking",
     "chunk_document": "raglab.book.chunking", "register_chunker": "raglab.book.chunking",
     "find_headings": "raglab.book.sections",
@@ -44,6 +44,7 @@ _API = {
     "build_assistant": "raglab.infra.assemble", "llm_settings": "raglab.infra.endpoint",
     "golden_path": "raglab.infra.corpora", "threshold_for": "raglab.infra.corpora",
     "load_golden": "raglab.evaluation.golden", "golden_in_use": "raglab.course.golden_in_use",
+    "corpus_in_use": "raglab.course.golden_in_use",
     "bootstrap_ci": "raglab.evaluation.statistics", "paired_test": "raglab.evaluation.statistics",
     "choose": "raglab.evaluation.statistics",
     "evaluate": "raglab.evaluation.scoreboard", "run_golden": "raglab.evaluation.scoreboard",

@@ -27,6 +27,7 @@ class Setting:
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_PROFILE", "small", "corpus size everywhere: small (24 pages + help center) or full (497 pages)"),
     Setting("RAGLAB_HOME", None, "the course folder holding data/, evals/, config/ and notebooks/ (default: this checkout; installed from the student bundle, the unpacked bundle the current folder is in)"),
+    Setting("RAGLAB_CORPUS", None, "the corpus every notebook runs on: a folder of your own `.md`/`.txt` pages (`raglab workbook --corpus DIR` sets it; in Jupyter, `settings.toml` beside the notebooks, which notebook 00 writes); default: the Python docs"),
     Setting("RAGLAB_GOLDEN", None, "a golden set (JSONL) used instead of the one a bundled corpus ships (`load_golden(\"python-docs\")`, `raglab eval`, and in the notebooks before a `golden.jsonl` beside them): a student's own set, checked with `raglab golden check FILE`"),
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
     Setting("RAGLAB_DATA", None, "the bundled data folder (default: data/ in the project)"),

@@ -110,7 +110,8 @@ def grade_student(task: dict) -> dict:
             error = lines[-1] if lines else "nbgrader autograde failed"
         record = {"student": name, "key": task["key"], "error": error,
                   "rubric": [asdict(r) for r in rubric.check(artifacts, notebooks=stems, submission=student_dir)],
-                  "stages": rubric.stages_made(artifacts), "seconds": round(time.perf_counter() - started, 1)}
+                  "stages": rubric.stages_made(artifacts),
+                  "measured_on": rubric.measured_on(artifacts), "seconds": round(time.perf_counter() - started, 1)}
         with atomic_open(tmp / RECORD) as fh:
             json.dump(record, fh, indent=1)
     return record
@@ -268,6 +269,7 @@ def collect(students: list[Path], out: Path, stems: list[str], keys: dict[str, s
                     grade.error = record["error"]
                     grade.rubric = [rubric.Criterion(**{**r, "stages": tuple(r["stages"])}) for r in record["rubric"]]
                     grade.stages = record["stages"]
+                    grade.measured_on = record.get("measured_on", "")
                 grades.append(grade)
     return grades
 

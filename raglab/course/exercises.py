@@ -21,19 +21,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import itertools
 import sys
 import types
 from typing import Callable
 from unittest import mock
 
 from raglab.book import bm25, chunkers, chunking, citations, documents, embed, fusion, prompt, refusal, rerank, sections
-from raglab.infra import index, model_chunkers, tokenizer
+from raglab.base.text import sentence_spans
+from raglab.infra import corpora, index, model_chunkers, tokenizer
+from raglab.infra.corpus import load_corpus
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics, scoreboard, statistics
 from raglab.infra.stores.pgvector_store import PgVectorStore
 from raglab.experiments import packing, pricing
 
 NOT_DONE = (NotImplementedError, NameError)
+# The pages self-checks and hidden tests run on, whatever corpus the notebooks run on: a check then means the
+# same on every student's folder (the Python docs' small profile: reStructuredText headings, 24 pages).
+CHECK_CORPUS, CHECK_PROFILE = "python-docs", "small"
 # What the student release puts in an answer cell (``raglab.course.grading``): a cell that still holds it
 # is an exercise not done; the release's prose cells say ``PROSE_STUB`` (nbgrader's own stub).
 STUB_CALL = 'raise NotImplementedError("your answer goes here'
@@ -278,6 +284,67 @@ def _library_disabled(library: tuple):
         for p in patches:
             stack.enter_context(p)
         yield
+
+
+def example_page(corpus: str, docs: list):
+    """The page the notebooks show a corpus by: the registry's ``example`` when the corpus holds it, else the
+    page with the most headings (the longest of those tied), so that chunkings have sections to differ on."""
+    by_id = {d.id: d for d in docs}
+    if corpora.entry(corpus).example in by_id:
+        return by_id[corpora.entry(corpus).example]
+    return max(docs, key=lambda d: (len(sections.find_headings(d.text)), len(d.text), d.id))
+
+
+def check_pages() -> list[documents.Document]:
+    """The pages self-checks run on (``CHECK_CORPUS``), not the corpus in use."""
+    return load_corpus(CHECK_CORPUS, CHECK_PROFILE)
+
+
+def page_questions(docs: list[documents.Document], asked: set[str] = frozenset()):
+    """Golden-set lines, one for each sentence of 8 to 30 words: on pages no question in ``asked`` (page ids)
+    cites first, and those holding a number first: the model answers of "a question of your own" on a corpus
+    the written model answer is not about.
+
+    >>> page = documents.Document("a.md", "Backups", "Backups run at night. Each nightly backup keeps the last 30 days of your files.", "")
+    >>> next(page_questions([page]))["evidence"]
+    [{'doc': 'a.md', 'quote': 'Each nightly backup keeps the last 30 days of your files.'}]
+    """
+    said = [(page, " ".join(page.text[a:b].split())) for page in sorted(docs, key=lambda d: d.id)
+            for a, b in sentence_spans(page.text)]
+    said = [(p, s) for p, s in said if 8 <= len(s.split()) <= 30 and not s.startswith(("#", "-", "|", "`", "*"))]
+    for page, quote in sorted(said, key=lambda ps: (ps[0].id in asked, not any(ch.isdigit() for ch in ps[1]))):
+        fact = next((w.strip(".,;:()") for w in quote.split() if any(ch.isdigit() for ch in w)), quote.split()[0])
+        yield {"id": "my-001", "type": "fact", "question": f"What does the page {page.title!r} say about "
+               f"{' '.join(quote.split()[:4]).rstrip('.,;:')}?", "answer": quote, "facts": [fact],
+               "evidence": [{"doc": page.id, "quote": quote}]}
+
+
+def only_bm25_finds(retriever, docs: list[documents.Document], k: int = 5, tries: int = 200) -> tuple[str, dict]:
+    """A question and its evidence that BM25 ranks in the top ``k`` and dense retrieval does not: a sentence
+    naming a rare word, asked as "What does the documentation say about WORD?" (the first of ``tries``
+    sentences that works, else the last tried). The model answer of notebook 02's exercise 2 on a corpus
+    the written one is not about."""
+    counts: dict[str, int] = {}
+    for chunk in retriever.index.chunks:
+        for word in set(bm25.tokenize(chunk.text)):
+            counts[word] = counts.get(word, 0) + 1
+    tried = None
+    for line in itertools.islice(page_questions(docs), tries * 5):
+        quote = line["evidence"][0]["quote"]
+        rare = [w for w in bm25.tokenize(quote) if counts.get(w, 0) == 1 and len(w) > 4]
+        if not rare:
+            continue
+        tried = (f"What does the documentation say about {rare[0]}?", line["evidence"][0])
+        ids = {m: [retriever.index.chunk(h.id) for h in retriever.search(tried[0], m, k)] for m in ("bm25", "dense")}
+        found = {m: any(metrics.supports(c, tried[1]) for c in chunks) for m, chunks in ids.items()}
+        if found["bm25"] and not found["dense"]:
+            return tried
+        tries -= 1
+        if not tries:
+            break
+    if tried is None:
+        raise ValueError("no sentence of 8 to 30 words names a word only one chunk holds")
+    return tried
 
 
 def summary(*points: str):

@@ -24,7 +24,8 @@ def columns(grades: list[StudentGrade]) -> list[str]:
             + [f"ran {grade_prefix(stem)}" for stem in first.ran]      # "ran 07", "ran 07-chunking"
             + [f"rubric: {r.criterion}" for r in first.rubric]
             + ["autograder points", "autograder max", "by-hand points", "by-hand max", "to grade",
-               "notebooks ran", "rubric passed", "rubric criteria", "total points", "passed", "flags"])
+               "notebooks ran", "rubric passed", "rubric criteria", "total points", "passed", "flags",
+               "measured on"])
 
 
 def row(g: StudentGrade) -> list:
@@ -35,7 +36,7 @@ def row(g: StudentGrade) -> list:
             + [int(r.passed) for r in g.rubric]
             + [round(got, 2), round(most, 2), round(hand, 2), round(hand_most, 2), pending,
                g.ran_ok, g.rubric_passed, len(g.criteria), round(g.total[0], 2), PASSED[g.result],
-               "; ".join(g.flags)])
+               "; ".join(g.flags), g.measured_on])
 
 
 def write_gradebook(grades: list[StudentGrade], path: Path) -> Path:

@@ -34,6 +34,7 @@ class StudentGrade:
     ran: dict[str, str] = field(default_factory=dict)        # notebook -> "ok" / "missing" / the first error
     rubric: list = field(default_factory=list)               # rubric.Criterion
     stages: dict = field(default_factory=dict)               # stage -> who made it (the results file's ``stages``)
+    measured_on: str = ""                                    # milestone 6's corpus, set and split (``rubric.measured_on``)
     error: str = ""
     self_graded: bool = False                                # ``grade --self``: no hidden test, no reference solution
 

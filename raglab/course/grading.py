@@ -231,6 +231,7 @@ def grade_self(folder: str | Path, out: str | Path, only: list[str] | None = Non
     stems = [p.stem for p in paths]
     grade.rubric = rubric.check(artifacts, notebooks=stems, submission=folder, reference=False)
     grade.stages = rubric.stages_made(artifacts)
+    grade.measured_on = rubric.measured_on(artifacts)
     write_feedback(grade, out / "feedback.html")
     return grade
 

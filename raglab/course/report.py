@@ -89,7 +89,18 @@ def _evalset(r: dict) -> list[str]:
             "from a page of the corpus, with the page, an exact quote that answers it and the facts a correct answer "
             "must contain; the unanswerable ones are about things the documentation of this profile does not cover "
             "and must be refused. The loader verifies every reference: the page must exist and contain its quote "
-            "(a mismatch is an error naming the file and line).", ""]
+            "(a mismatch is an error naming the file and line).", "", *_provenance(r)]
+
+
+def _provenance(r: dict) -> list[str]:
+    """Which corpus, set, split and questions each milestone read (``GoldenInUse.read``), as a table."""
+    rows = [[name, f"`{read['corpus']}`", f"`{read.get('corpus_sha256', '')}`", f"`{read['golden']}` ({read['whose']})",
+             f"`{read['sha256']}`", read["split"]]
+            for name in ("m2", "m3", "m4", "bakeoff", "evaluation") if (read := r.get(name, {}).get("read"))]
+    if not rows:
+        return []
+    return ["What each milestone read (only the evaluation read the test split; each artifact lists the question ids):",
+            "", *_table(["milestone", "corpus", "corpus hash", "golden set", "set hash", "split"], rows), ""]
 
 
 def _results(r: dict) -> list[str]:

@@ -69,6 +69,18 @@ def stages_made(where: Path) -> dict:
         return {}
 
 
+def measured_on(where: Path) -> str:
+    """What milestone 6 reported on, in one line: the corpus, the golden set (whose), the split and its size
+    (``GoldenInUse.read``); empty when it did not run."""
+    try:
+        read = Artifacts(where).section("evaluation").get("read")
+    except (FileNotFoundError, ValueError):
+        return ""
+    if not read:
+        return ""
+    return f"{read['corpus']}; {read['golden']} ({read['whose']}, {read['sha256']}); {read['split']} {len(read['ids'])}"
+
+
 def _judge(a: Artifacts, milestone: str, criterion: str, fn, stages: tuple) -> Criterion:
     """One criterion: failed for its stage when the student's code did not make what it reads."""
     why = not_yours(a, stages) if stages else None

@@ -8,6 +8,7 @@ from pathlib import Path
 from raglab.base import config
 from raglab.course import exercises
 from raglab.course.criteria import M, Artifacts
+from raglab.course.golden_in_use import corpus_in_use
 from raglab.infra.corpus import load_corpus
 from raglab.evaluation.golden import check_student_golden
 
@@ -21,7 +22,7 @@ class Submission(Artifacts):
             path = self.where / "golden.jsonl"
             if not path.exists():
                 raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
-            return check_student_golden(path, load_corpus("python-docs"))
+            return check_student_golden(path, load_corpus(corpus_in_use(self.where)))   # settings.toml's, if any
         return self._once("golden.jsonl", load)
 
 

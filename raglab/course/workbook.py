@@ -11,7 +11,7 @@ from raglab.course import artifacts, timings
 from raglab.course.cells import for_readers
 from raglab.course.report import write_report
 from raglab.course.rubric import check, write_rubric
-from raglab.course.golden_in_use import golden_in_use
+from raglab.course.golden_in_use import corpus_in_use, golden_in_use
 from raglab.evaluation.scoreboard import format_scoreboard, run_golden
 from raglab.base.files import atomic_open
 
@@ -74,7 +74,7 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
     where = Path(os.environ.setdefault(artifacts.ENV, str((out / "artifacts").resolve())))
     written, seconds, begun, began_at = [], {}, time.perf_counter(), time.time()
     caches = "warm" if any(config.work_dir().iterdir()) else "cold"
-    print(f"raglab workbook: profile {config.profile()}, {len(notebooks(folder))} notebooks")
+    print(f"raglab workbook: profile {config.profile()}, corpus {corpus_in_use(folder)}, {len(notebooks(folder))} notebooks")
     for path in notebooks(folder):
         started = time.perf_counter()
         nb = execute(path)
@@ -102,14 +102,14 @@ def run_workbook(out: str | Path = "build", inplace: bool = False, folder: Path 
 
 
 def print_scoreboard(out: Path, folder: Path = NOTEBOOKS) -> dict:
-    """The main job's last step: score the assistant on the golden set the notebooks in ``folder`` measure
-    with (``golden_in_use``: ``$RAGLAB_GOLDEN``, else a student's ``golden.jsonl`` there, else the course's)
-    and print it."""
+    """The main job's last step: score the assistant on the corpus and golden set the notebooks in ``folder``
+    run on (``golden_in_use``: ``$RAGLAB_GOLDEN``, else ``settings.toml``'s, else a student's ``golden.jsonl``
+    there, else the course's) and print it."""
     import json
 
-    golden = golden_in_use("python-docs", folder)
+    golden = golden_in_use(folder=folder)
     print(f"\n{golden.line()}")
-    board = run_golden(build_assistant("python-docs"), golden.path)
+    board = run_golden(build_assistant(golden.corpus), golden.path)
     with atomic_open(out / "scoreboard.json") as fh:
         json.dump(board, fh, indent=2)
     print()

@@ -20,6 +20,7 @@ from raglab.evaluation.statistics import Choice, bootstrap_ci, choose, paired_te
 from raglab.book.rerank import SentenceMaxReranker
 from raglab.book.retrieve import Retriever
 from raglab.infra.assemble import get_index
+from raglab.infra.corpora import save_choice
 
 CHUNKERS = (ChunkSettings("words"), ChunkSettings("chars"), ChunkSettings("headings"),
             ChunkSettings("headings", prefix=True))
@@ -75,6 +76,15 @@ def choose_winner(table, per_question: dict, k: int = 5, latency: bool = True) -
              + ("a real gain" if test["significant"] else "within noise on this many questions; MRR and latency break the tie"),
              f"the whole table spans {spread:.3f} in {metric} (worst: {worst.chunking} + {worst.retriever})"]
     return bkey, "\n".join(lines)
+
+
+def keep_as_default(corpus: str, choice: Choice) -> Path | None:
+    """Make the cell the rule kept a folder's default (``raglab.infra.corpora.save_choice``): its chunking, and
+    reranking when its retriever is ``rerank`` (the assistant answers from hybrid search otherwise)."""
+    chunking, retriever = choice.kept.split(" + ")
+    settings = {s.label(): s for s in CHUNKERS}[chunking]
+    return save_choice(corpus, settings.strategy, settings.prefix, retriever == "rerank",
+                       f"kept by its bake-off on the dev split ({choice.kept})")
 
 
 def keep_or_default(per_question: dict, candidate: tuple[str, str], default: tuple[str, str] = BASELINE_CELL,

@@ -17,10 +17,13 @@ nothing tuned on another corpus.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from raglab.base import config
+from raglab.base.files import atomic_open
 @dataclass(frozen=True)
 class CorpusEntry:
     """One bundled corpus and the defaults its assistant runs with.
@@ -38,6 +41,8 @@ class CorpusEntry:
     - ``tuned``: for each golden set (file name in ``evals/``) a default was chosen on, which part of it:
       ``dev`` (its test split stays held out) or ``all`` (the threshold was chosen on every question, test
       included: a score on that set is in-sample).
+    - ``example``: the page the notebooks show a corpus by (``example_page``; a folder's: the page with the
+      most headings).
     """
 
     name: str
@@ -50,6 +55,7 @@ class CorpusEntry:
     demote_factor: float = 1.0
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
     tuned: dict[str, str] = field(default_factory=dict)
+    example: str = ""
 
     @property
     def signal(self) -> str:
@@ -76,27 +82,56 @@ REGISTRY: dict[str, CorpusEntry] = {e.name: e for e in (
                 chunking=("headings", True), rerank=False, title_weight=0.5, demote=("whatsnew/",),
                 demote_factor=0.5,
                 thresholds={"dense": {"full": 0.5004, "small": 0.4462}, "rerank": {"small": 0.607}},
-                tuned={"python_docs_full.jsonl": "dev", "python_docs_golden.jsonl": "all"}),
+                tuned={"python_docs_full.jsonl": "dev", "python_docs_golden.jsonl": "all"}, example="library/json.txt"),
     CorpusEntry("helpcenter", "data/helpcenter (Markdown, some pages premium)",
                 golden={"small": "helpcenter_golden.jsonl"},
                 chunking=("headings", True), thresholds={"rerank": {"small": 0.669}},
-                tuned={"helpcenter_golden.jsonl": "all"}),
+                tuned={"helpcenter_golden.jsonl": "all"}, example="returns/returns-and-refunds.md"),
 )}
 DEFAULT = "python-docs"
 # A folder of the user's own: the course's baseline (raglab.evaluation.baseline), no lever tuned on another
 # corpus (no title field, no release-note demotion): word windows 150/30 and plain hybrid search, until the
 # folder's own bake-off (notebook 07, on its dev split) shows by the one rule that something else is better.
-# Its refusal threshold is calibrated from the folder itself (raglab.infra.calibration).
-FOLDER = CorpusEntry("a folder", "a folder of your own pages (.md, .txt)", chunking=("words", False), rerank=False)
+# Its refusal threshold is calibrated from the folder itself (raglab.infra.calibration). The milestones' set-up
+# with the sentence reranker (notebook 04) starts from the course's threshold on the reranked score, which 04's
+# exercise chooses again on the folder's dev split.
 DEFAULT_THRESHOLD = REGISTRY[DEFAULT].thresholds["rerank"]["small"]   # an Assistant built by hand, with a reranker
+FOLDER = CorpusEntry("a folder", "a folder of your own pages (.md, .txt)", chunking=("words", False), rerank=False,
+                     thresholds={"rerank": {"small": DEFAULT_THRESHOLD}})
 
 
 def entry(corpus: str) -> CorpusEntry:
     """The registry entry of a corpus: its own, the Python docs' for another docs version, ``FOLDER`` for a
-    folder."""
+    folder, with the chunking and reranking its own bake-off kept (``save_choice``), once there is one."""
     if str(corpus) in REGISTRY:
         return REGISTRY[str(corpus)]
-    return REGISTRY[DEFAULT] if registered(corpus) else FOLDER
+    if registered(corpus):
+        return REGISTRY[DEFAULT]
+    chosen = choice_path(corpus)
+    if not chosen.is_file():
+        return FOLDER
+    kept = json.loads(chosen.read_text(encoding="utf-8"))
+    return replace(FOLDER, chunking=(kept["strategy"], kept["prefix"]), rerank=kept["rerank"],
+                   source=f"{FOLDER.source}; {kept['why']}")
+
+
+def choice_path(corpus: str) -> Path:
+    """Where a folder's own choice of chunking and reranking is kept: the working folder, by the folder's path."""
+    key = hashlib.sha256(str(Path(corpus).resolve()).encode()).hexdigest()[:16]
+    return config.work_dir() / "choices" / f"{key}.json"
+
+
+def save_choice(corpus: str, strategy: str, prefix: bool, rerank: bool, why: str) -> Path | None:
+    """Keep a folder's bake-off decision (notebook 07, the one rule on its dev split) as its default: its
+    assistant (``raglab serve --corpus DIR``, notebook 08) then chunks and reranks so. A bundled corpus keeps the
+    registry's defaults, chosen on its own dev split (returns None)."""
+    if registered(corpus):
+        return None
+    path = choice_path(corpus)
+    with atomic_open(path) as fh:
+        json.dump({"corpus": str(Path(corpus).resolve()), "strategy": strategy, "prefix": prefix, "rerank": rerank,
+                   "why": why}, fh, indent=1)
+    return path
 
 
 def registered(corpus: str) -> bool:

@@ -35,6 +35,15 @@ def load_corpus(name: str | Path = "python-docs", profile: str | None = None) ->
     raise CorpusError(f"unknown corpus {name!r}: use one of {', '.join(REGISTRY)}, python-docs-3.X, or a folder path")
 
 
+def attribution(corpus: str) -> str:
+    """Whose pages a corpus holds, in the words its licence asks for (the Python docs' copyright notice)."""
+    if str(corpus).startswith("python-docs"):
+        return (python_docs_dir() / "copyright.txt").read_text(encoding="utf-8").strip()
+    if str(corpus) == "helpcenter":
+        return "Parcelo help center: fictional, written for this course (data/HELPCENTER.md)"
+    return f"your own pages: {corpus}"
+
+
 def corpus_stats(docs: list[Document]) -> dict:
     """Counts for ``raglab corpus info``: documents, words, characters, access groups, and a hash of
     every page's id, bytes and access (so that an index records the access it was built with)."""

@@ -266,6 +266,8 @@ def test_a_test_question_read_before_milestone_6_or_another_set_fails(copy):
     edit_results(copy, "m3", lambda m3: m3["read"]["ids"].append(test_ids[0]))
     assert only_failure(copy, read_test_once) == "m3 read 1 test question(s)"
     edit_results(copy, "m3", lambda m3: m3["read"]["ids"].remove(test_ids[0]))
+    edit_results(copy, "m4", lambda m4: m4["read"].update(corpus="/home/me/docs", corpus_sha256="0" * 16))
+    assert "m4 ran on /home/me/docs, another corpus than milestone 6's (python-docs)" in only_failure(copy, read_test_once)
     edit_results(copy, "m2", lambda m2: m2["read"].update(sha256="0" * 16, golden="golden.jsonl", whose="yours"))
     assert "m2 read golden.jsonl (yours), another set than milestone 6's" in only_failure(copy, read_test_once)
     edit_results(copy, "evaluation", lambda e: e["read"].update(split="dev"))
@@ -296,7 +298,7 @@ def test_four_traced_failures_or_a_wrong_stage_fail(project_artifacts, tmp_path)
 
     def wrong_stage(rows):
         rows[2]["stage"] = next(s for s in stages if s != rows[2]["stage"])
-    for breaks, expected in [(lambda rows: rows.pop(), "4 distinct questions traced (five asked)"),
+    for breaks, expected in [(lambda rows: rows.pop(), "4 distinct questions traced (5 asked)"),
                              (wrong_stage, "by the run's records, not")]:
         where = tmp_path / f"a{len(expected)}"
         shutil.copytree(project_artifacts, where)

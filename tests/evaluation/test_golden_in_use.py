@@ -6,7 +6,9 @@ import re
 import pytest
 
 from raglab.evaluation.golden import load_golden
-from raglab.course.golden_in_use import golden_in_use
+from pathlib import Path
+
+from raglab.course.golden_in_use import corpus_in_use, golden_in_use, use_settings
 from test_student_golden import docs, student_set  # noqa: F401  (docs is a fixture)
 
 
@@ -18,6 +20,7 @@ def write(path, records):
 @pytest.fixture(autouse=True)
 def no_setting(monkeypatch):
     monkeypatch.delenv("RAGLAB_GOLDEN", raising=False)
+    monkeypatch.delenv("RAGLAB_CORPUS", raising=False)
 
 
 def test_without_a_file_of_their_own_the_course_set_and_its_split_are_used(tmp_path):
@@ -81,3 +84,74 @@ def test_raglab_workbook_golden_hands_the_file_to_every_notebook(tmp_path, docs,
     monkeypatch.chdir(tmp_path)
     assert cli.main(["workbook", "--golden", "mine.jsonl", "--out", str(tmp_path / "build")]) == 0
     assert seen[0].whose == "RAGLAB_GOLDEN's" and seen[0].path == mine
+
+
+# --- the corpus in use: RAGLAB_CORPUS, else settings.toml beside the notebooks, else the Python docs -------------
+FOLDER = Path(__file__).parents[2] / "evals" / "folders" / "makerspace" / "pages"
+
+
+def folder_set(tmp_path):
+    """The makerspace folder's 18 questions, split alternately (dev, test, ...)."""
+    rows = [json.loads(line) for line in (FOLDER.parent / "questions.jsonl").read_text().splitlines()]
+    return write(tmp_path / "makerspace.jsonl", [r | {"split": ("dev", "test")[i % 2]} for i, r in enumerate(rows)])
+
+
+def test_without_a_setting_the_course_runs_on_the_python_docs(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGLAB_CORPUS", raising=False)
+    assert corpus_in_use(tmp_path) == "python-docs"
+
+
+def test_settings_toml_names_the_folder_and_the_set_and_every_line_says_so(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAGLAB_CORPUS", raising=False)
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    mine = folder_set(tmp_path)
+    written = use_settings(corpus=FOLDER, golden=mine, folder=notebooks)
+    assert written.read_text().startswith(f'corpus = "{FOLDER.resolve()}"')
+    assert corpus_in_use(notebooks) == str(FOLDER.resolve())
+    golden = golden_in_use(folder=notebooks)
+    assert golden.corpus == str(FOLDER.resolve()) and golden.whose == "settings.toml's" and golden.path == mine.resolve()
+    assert golden.line() == f"corpus {FOLDER.resolve()}; golden set: settings.toml's (makerspace.jsonl), 9 dev and 9 test questions"
+    read = golden.read("dev")
+    assert read["corpus"] == str(FOLDER.resolve()) and read["golden_path"] == str(mine.resolve())
+    assert read["ids"] == [q.id for q in golden.dev] and len(read["corpus_sha256"]) == 16
+    use_settings(folder=notebooks)                       # neither: back to the Python docs
+    assert corpus_in_use(notebooks) == "python-docs"
+
+
+def test_raglab_corpus_comes_before_the_settings_file(tmp_path, monkeypatch):
+    (tmp_path / "settings.toml").write_text('corpus = "python-docs"\n')
+    monkeypatch.setenv("RAGLAB_CORPUS", str(FOLDER))
+    assert corpus_in_use(tmp_path) == str(FOLDER.resolve())
+
+
+def test_a_folder_with_no_set_of_its_own_says_what_to_write(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGLAB_CORPUS", str(FOLDER))
+    with pytest.raises(ValueError, match=r"a folder of your own has no course golden set; write yours in .*golden.jsonl"):
+        golden_in_use(folder=tmp_path)
+
+
+@pytest.mark.parametrize("text, why", [
+    ('corpus = "no/such/folder"\n', r"corpus '.*no/such/folder' \(RAGLAB_CORPUS or settings.toml\): no such folder"),
+    ("corpus = [1]\n", r"settings.toml: expected only corpus = \"DIR\" and golden = \"FILE\" \(text\)"),
+    ('corpus = "x"\nmodel = "y"\n', r"settings.toml: expected only corpus .* found \['corpus', 'model'\]"),
+    ("corpus = \n", r"settings.toml: not TOML"),
+])
+def test_a_bad_settings_file_is_named_with_what_is_wrong(tmp_path, monkeypatch, text, why):
+    monkeypatch.delenv("RAGLAB_CORPUS", raising=False)
+    (tmp_path / "settings.toml").write_text(text)
+    with pytest.raises(ValueError, match=why):
+        corpus_in_use(tmp_path)
+
+
+def test_raglab_workbook_corpus_hands_the_folder_to_every_notebook(tmp_path, monkeypatch):
+    from raglab.surfaces import cli
+    from raglab.surfaces.cli import course
+
+    monkeypatch.setenv("RAGLAB_CORPUS", "")          # recorded, so the command's setting is undone after the test
+    seen = []
+    monkeypatch.setattr(course, "run_workbook", lambda **kw: seen.append(corpus_in_use(tmp_path)) or True)
+    with pytest.raises(SystemExit, match="--corpus nowhere: no such folder"):
+        cli.main(["workbook", "--corpus", "nowhere"])
+    assert cli.main(["workbook", "--corpus", str(FOLDER), "--out", str(tmp_path / "build")]) == 0
+    assert seen == [str(FOLDER.resolve())]

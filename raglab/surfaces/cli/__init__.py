@@ -21,7 +21,7 @@
     raglab grade CLASS  [--out DIR] [--notebook STEM] [--jobs N | --scheduler ADDRESS] [--json]   # a class: gradebook + feedback
     raglab grade --self [FOLDER] [--out DIR]                      # a student's own notebooks, from the bundle
     raglab report       [--artifacts DIR] [--out DIR] # the write-up, HTML + Markdown
-    raglab workbook     [--out build] [--inplace]     # the main job: run the notebooks, render HTML
+    raglab workbook     [--out build] [--inplace] [--corpus DIR --golden FILE]   # the main job: run the notebooks, render HTML
 
 This file builds the parser and runs a verb; each verb's options and handler live together in its family's
 module: ``corpus`` (corpus, chunk), ``search`` (index, search, ask), ``evaluate`` (eval, golden, tune, train,

@@ -15,7 +15,13 @@ from raglab.course.workbook import run_workbook
 
 
 def cmd_workbook(args) -> int:
-    if args.golden:      # read by every notebook's kernel (it inherits the environment) and by the scoreboard
+    # both are read by every notebook's kernel (it inherits the environment) and by the scoreboard
+    if args.corpus:
+        corpus = Path(args.corpus).resolve()
+        if not corpus.is_dir():
+            raise SystemExit(f"--corpus {args.corpus}: no such folder")
+        os.environ["RAGLAB_CORPUS"] = str(corpus)
+    if args.golden:
         golden = Path(args.golden).resolve()
         if not golden.is_file():
             raise SystemExit(f"--golden {args.golden}: no such file")
@@ -120,6 +126,9 @@ def add_workbook(sub) -> None:
     wb = sub.add_parser("workbook", help="the main job: execute the notebooks in order and render HTML")
     wb.add_argument("--out", default="build", help="folder for executed notebooks and HTML (default: build)")
     wb.add_argument("--inplace", action="store_true", help="also save the executed notebooks over the sources")
+    wb.add_argument("--corpus", metavar="DIR", help="a folder of your own .md/.txt pages every notebook runs on (sets "
+                    "RAGLAB_CORPUS; default: settings.toml beside the notebooks, else the Python docs); needs --golden "
+                    "or a golden.jsonl for it beside the notebooks")
     wb.add_argument("--golden", metavar="FILE", help="a split golden set every notebook measures with (sets RAGLAB_GOLDEN; "
                     "default: golden.jsonl beside the notebooks once it passes the check, else the course's)")
     wb.set_defaults(func=cmd_workbook)
