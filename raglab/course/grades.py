@@ -83,9 +83,21 @@ class StudentGrade:
     def flags(self) -> list[str]:
         """Copy flags raised: the rubric's (golden set, prose answers) and every stage that is a copy of
         raglab's function."""
-        return [r.criterion for r in self.rubric if r.milestone == "flag" and not r.passed
+        return [found(r.criterion) for r in self.rubric if r.milestone == "flag" and not r.passed
                 and not r.why.startswith(NOT_WRITTEN)] + \
             [f"{name}: a copy of raglab's function" for name, r in self.stages.items() if r.get("by") == "copy"]
+
+
+def found(flag: str) -> str:
+    """What a raised flag found, in words: the criterion names what passing means ("... not copied from ..."),
+    a raised flag says what was found.
+
+    >>> found("failure analysis not copied from the reference solution")
+    'failure analysis copied from the reference solution'
+    >>> found("golden set not mostly copied from the project's")
+    "golden set mostly copied from the project's"
+    """
+    return flag.replace(" not ", " ", 1)
 
 
 def _grade_cell_why(cell) -> str:

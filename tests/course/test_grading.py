@@ -548,8 +548,8 @@ def test_the_whole_course_grades_each_archetype(tmp_path):
     assert complete.points[0] == complete.points[1] and complete.ran_ok == len(stems) == 9
     assert complete.by_hand[2] == answers == 12                                # every answer waits for the instructor
     assert complete.result == "pass"              # the prose counts 0 until graded, and the rest passes already
-    assert set(complete.flags) == {"failure analysis not copied from the reference solution",      # it is the reference
-                                   "chunking choice not copied from the reference solution"}
+    assert set(complete.flags) == {"failure analysis copied from the reference solution",      # it is the reference
+                                   "chunking choice copied from the reference solution"}
     assert blank.points[0] == 0 and blank.ran_ok == 0 and blank.rubric_passed == 0 and blank.by_hand[:3:2] == (0, 0)
     assert copies.rubric_passed == 0 and len([f for f in copies.flags if "copy" in f]) == 10
     lost = {c.notebook for c in copies.checks if c.score < c.points and not c.by_hand}

@@ -98,6 +98,13 @@ def _grade(auto, hand=0.0, pending=0.0, rubric=(True, False)):
     return StudentGrade("ada", checks=checks, ran={"01_x": "ok"}, rubric=crit)
 
 
+def test_a_raised_flag_says_what_was_found():
+    g = _grade(auto=10.0)
+    g.rubric += [Criterion("flag", "failure analysis not copied from the reference solution", False, "line for line"),
+                 Criterion("flag", "golden set not mostly copied from the project's", True, "2 of 30")]
+    assert g.flags == ["failure analysis copied from the reference solution"]
+
+
 def test_pass_mark_is_a_share_of_all_points():
     assert 0 < PASS_MARK < 1
     g = _grade(auto=6.0)                                 # 6 + 1 criterion of 10 + 2 possible
