@@ -18,10 +18,10 @@ is the autograder's hidden test that a "solution" is not merely raglab's functio
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import inspect
-import itertools
 import sys
 import types
 from typing import Callable
@@ -321,26 +321,21 @@ def page_questions(docs: list[documents.Document], asked: set[str] = frozenset()
 
 def only_bm25_finds(retriever, docs: list[documents.Document], k: int = 5, tries: int = 200) -> tuple[str, dict]:
     """A question and its evidence that BM25 ranks in the top ``k`` and dense retrieval does not: a sentence
-    naming a rare word, asked as "What does the documentation say about WORD?" (the first of ``tries``
-    sentences that works, else the last tried). The model answer of notebook 02's exercise 2 on a corpus
-    the written one is not about."""
-    counts: dict[str, int] = {}
-    for chunk in retriever.index.chunks:
-        for word in set(bm25.tokenize(chunk.text)):
-            counts[word] = counts.get(word, 0) + 1
+    naming a word only one chunk holds, asked as "What does the documentation say about WORD?" (the first of
+    ``tries`` such sentences that works, else the last tried). The model answer of notebook 02's exercise 2
+    on a corpus the written one is not about."""
+    chunks_holding = collections.Counter(w for c in retriever.index.chunks for w in set(bm25.tokenize(c.text)))
     tried = None
-    for line in itertools.islice(page_questions(docs), tries * 5):
-        quote = line["evidence"][0]["quote"]
-        rare = [w for w in bm25.tokenize(quote) if counts.get(w, 0) == 1 and len(w) > 4]
+    for line in page_questions(docs):
+        evidence = line["evidence"][0]
+        rare = [w for w in bm25.tokenize(evidence["quote"]) if chunks_holding[w] == 1 and len(w) > 4]
         if not rare:
             continue
-        tried = (f"What does the documentation say about {rare[0]}?", line["evidence"][0])
-        ids = {m: [retriever.index.chunk(h.id) for h in retriever.search(tried[0], m, k)] for m in ("bm25", "dense")}
-        found = {m: any(metrics.supports(c, tried[1]) for c in chunks) for m, chunks in ids.items()}
-        if found["bm25"] and not found["dense"]:
-            return tried
+        tried = (f"What does the documentation say about {rare[0]}?", evidence)
+        found = {m: any(metrics.supports(retriever.index.chunk(h.id), evidence) for h in retriever.search(tried[0], m, k))
+                 for m in ("bm25", "dense")}
         tries -= 1
-        if not tries:
+        if (found["bm25"] and not found["dense"]) or not tries:
             break
     if tried is None:
         raise ValueError("no sentence of 8 to 30 words names a word only one chunk holds")

@@ -160,8 +160,9 @@ def golden_in_use(corpus: str | None = None, folder: str | Path = ".", profile: 
     named = config.get("RAGLAB_GOLDEN")
     if named:
         return _split_set(corpus, Path(named), "RAGLAB_GOLDEN's", docs, sha=sha)
-    if "golden" in read_settings(folder):
-        return _split_set(corpus, Path(read_settings(folder)["golden"]), f"{SETTINGS_FILE}'s", docs, sha=sha)
+    settings = read_settings(folder)
+    if "golden" in settings:
+        return _split_set(corpus, Path(settings["golden"]), f"{SETTINGS_FILE}'s", docs, sha=sha)
     mine, passed_over = Path(folder) / STUDENT_FILE, ""
     if mine.exists():
         problems = check_student_golden(mine, docs).problems
@@ -183,7 +184,7 @@ def golden_in_use(corpus: str | None = None, folder: str | Path = ".", profile: 
 
 def _split_set(corpus: str, path: Path, whose: str, docs, passed_over: str = "", sha: str = "") -> GoldenInUse:
     if not path.is_file():
-        raise ValueError(f"golden set {path}, named by {whose.removesuffix(chr(39) + 's')}: no such file")
+        raise ValueError(f"golden set {path} ({whose}): no such file")
     questions = tuple(load_golden(path, docs))
     unsplit = [q.id for q in questions if q.split not in SPLITS]
     if unsplit:

@@ -63,3 +63,19 @@ def test_self_checks_run_on_the_python_docs_whatever_the_corpus(monkeypatch):
     monkeypatch.setenv("RAGLAB_CORPUS", FOLDER_PAGES)
     pages = exercises.check_pages()
     assert len(pages) == 24 and all(p.id.endswith(".txt") for p in pages)
+
+
+def test_the_bm25_only_model_answer_is_found_by_bm25_and_missed_by_dense(workdir, embedder):
+    from raglab.book.chunking import ChunkSettings
+    from raglab.book.retrieve import Retriever
+    from raglab.evaluation.metrics import supports
+    from raglab.infra.assemble import get_index
+    from raglab.infra.corpus import load_corpus
+
+    retriever = Retriever(get_index(FOLDER_PAGES, settings=ChunkSettings("words"), embedder=embedder), embedder)
+    question, evidence = exercises.only_bm25_finds(retriever, load_corpus(FOLDER_PAGES))
+    page = next(d for d in load_corpus(FOLDER_PAGES) if d.id == evidence["doc"])
+    assert " ".join(evidence["quote"].split()) in " ".join(page.text.split())
+    held = {m: any(supports(retriever.index.chunk(h.id), evidence) for h in retriever.search(question, m, 5))
+            for m in ("bm25", "dense")}
+    assert held == {"bm25": True, "dense": False}, (question, held)
