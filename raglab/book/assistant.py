@@ -3,9 +3,9 @@ citations in code, and return an ``Answer``.
 
 The assistant refuses in three places, always with the same exact text (``raglab.book.refusal``):
 ``weak-evidence`` before any model call (the top reranked score, or without a reranker the top dense cosine,
-is below the threshold, or the question names something no chunk contains), ``model-refused`` (the generator
-declined), and ``invalid-citation`` / ``no-citation`` (a citation that is not a retrieved source, or no valid
-citation). Taught in notebook 04.
+is below the threshold, or the question names something no chunk contains), ``model-refused`` (a model declined)
+or ``no-sentence-selected`` (no model ran: the generator's sentence selection chose none), and ``invalid-citation``
+/ ``no-citation`` (a citation that is not a retrieved source, or no valid citation). Taught in notebook 04.
 
 What it is handed decides the rest: a ``guard`` (``raglab.guards.guard.Guard``: whole sentences, hidden
 injected sentences, contact points, ``unsupported-claim``), an ``attribute`` function for models that do not
@@ -186,8 +186,8 @@ class Assistant:
                 question, sources, self.refusal, getattr(self.generator, "extra_instruction", None), self.visible))
             t = time.perf_counter()
             if is_refusal(raw, self.refusal):
-                refused, reason = True, "model-refused"
-                detail = generation.refusal or {"stage": "model-refused"}
+                refused, reason = True, "no-sentence-selected" if generation.refusal else "model-refused"
+                detail = generation.refusal or {"stage": reason}     # the selection's stage, its number and threshold
             else:
                 if self.attribute and not check_citations(raw, sources).valid:
                     text, attributed = self.attribute(raw, sources), True

@@ -27,6 +27,9 @@ from raglab.evaluation.statistics import bootstrap_ci, percentile, quantile
 from raglab.book.citations import check_citations
 from raglab.book.prompt import Source
 
+# Refusals before any citation check: weak evidence, a model that declined, or (no model) no sentence selected.
+REFUSED_UNCHECKED = ("weak-evidence", "model-refused", "no-sentence-selected")
+
 # ---------------------------------------------------------------- metrics on ranked id lists
 
 
@@ -92,7 +95,7 @@ def score_answer(res: Result, q: Question, answer, index) -> None:
     res.evidence = answer.evidence
     res.correct = answer_correct(q, answer)
     res.abstention_ok = float(answer.refused == unanswerable)
-    if answer.reason not in ("weak-evidence", "model-refused"):
+    if answer.reason not in REFUSED_UNCHECKED:
         sources = [Source(n, index.chunk(r["id"])) for n, r in enumerate(answer.retrieved, 1)]
         raw = check_citations(answer.raw, sources)
         res.citation_valid = float(raw.reason is None or (answer.attributed and not answer.refused))
@@ -110,7 +113,7 @@ def failure_stage(res: Result, q: Question, k: int) -> str | None:
     """Where a missed question failed: retrieval, ranking, generation or refusal (None if it did not fail)."""
     if q.type == "unanswerable":
         return "refusal" if res.answered else None
-    if res.answered is False and res.reason in ("weak-evidence", "model-refused"):
+    if res.answered is False and res.reason in REFUSED_UNCHECKED:
         return "refusal" if res.recall > 0 else ("retrieval" if res.rr == 0 else "ranking")
     if res.recall == 0:
         return "retrieval" if res.rr == 0 else "ranking"

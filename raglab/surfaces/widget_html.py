@@ -36,7 +36,8 @@ FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:13px
 
 _REASONS = {
     "weak-evidence": "the best retrieved passage scored below the refusal threshold, so no model was asked",
-    "model-refused": "the generator said the sources do not answer the question",
+    "model-refused": "the model said the sources do not answer the question",
+    "no-sentence-selected": "no model ran, and no sentence of the sources matched the question closely enough to quote",
     "invalid-citation": "the answer cited a source that was not retrieved for this question",
     "no-citation": "the answer cited no source",
     "unsupported-claim": "the answer stated a number, code, e-mail or URL that appears in no source",

@@ -99,6 +99,28 @@ def test_extractive_answers_are_labelled_cited_and_deterministic(assistant_for, 
     assert a1.citations and all(c.id in {r["id"] for r in a1.retrieved} for c in a1.citations)
 
 
+def test_a_refusal_says_whether_a_model_ran(assistant_for, embedder):
+    """The extractive generator runs no model: when its selection quotes no sentence the reason says so
+    (``no-sentence-selected``, with the selection's number and threshold); ``model-refused`` is kept for a model
+    that declined. The scoreboard counts both as refusals before any citation check, and the widget explains each."""
+    from types import SimpleNamespace
+
+    from raglab.evaluation.scoreboard import failure_stage
+    from raglab.surfaces.widget_html import answer_widget_html
+
+    quiet = assistant_for(ExtractiveGenerator(embedder, floor=1.01), threshold=0.0).ask("How do returns work?")
+    declined = assistant_for(ScriptedGenerator(REFUSAL), threshold=0.0).ask("How do returns work?")
+    assert quiet.refused and quiet.reason == "no-sentence-selected" and quiet.answer == REFUSAL
+    assert quiet.refusal_detail["stage"] == "sentence-floor" and quiet.refusal_detail["threshold"] == 1.01
+    assert declined.refused and declined.reason == "model-refused"
+    assert declined.refusal_detail == {"stage": "model-refused"}
+    answerable = SimpleNamespace(type="fact")
+    for answer, why in [(quiet, "no model ran"), (declined, "the model said")]:
+        res = SimpleNamespace(answered=False, reason=answer.reason, recall=1.0, rr=1.0, correct=0.0)
+        assert failure_stage(res, answerable, 5) == "refusal"
+        assert f"Why: {why}" in answer_widget_html(answer, {})
+
+
 def test_post_hoc_attribution_cites_supported_sentences_only(assistant_for, retriever):
     q = "How long do I have to return an item?"
     top = retriever.text(retriever.search(q, "rerank", 1)[0])

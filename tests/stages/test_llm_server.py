@@ -25,7 +25,8 @@ from raglab.surfaces.cli import main
 
 pytestmark = pytest.mark.slow   # a model, a server, PostgreSQL or many subprocess builds
 
-REASONS = {"weak-evidence", "model-refused", "invalid-citation", "no-citation", "unsupported-claim"}
+REASONS = {"weak-evidence", "model-refused", "no-sentence-selected", "invalid-citation", "no-citation",
+           "unsupported-claim"}
 
 
 @pytest.fixture(scope="module")
