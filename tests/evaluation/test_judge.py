@@ -19,6 +19,7 @@ from raglab.evaluation.judge import (
     LABELS,
     RUBRIC,
     UNPARSEABLE,
+    VERDICTS_FILE,
     FactCheckJudge,
     JudgeItem,
     LLMJudge,
@@ -262,14 +263,18 @@ def test_judge_command_prints_the_table(capsys):
 # ---------------------------------------------------------------- the real local model (a smoke test)
 
 @pytest.mark.slow
-def test_llm_judge_end_to_end_on_the_local_llama_cpp_server():
+def test_llm_judge_end_to_end_on_the_local_llama_cpp_server(tmp_path):
     """SmolLM2-135M on llama.cpp's server, started and stopped here: every item gets a verdict that is
-    a label or an explicit unparseable one. A smoke test of the path, not a measure of a judge."""
-    report = judge_report("llm", local=True)
+    a label or an explicit unparseable one. A smoke test of the path, not a measure of a judge, so it reads the
+    first 8 hand-labelled items, not all 47 (about 8 s an item here)."""
+    lines = VERDICTS_FILE.read_text(encoding="utf-8").splitlines()[:8]
+    subset = tmp_path / "verdicts.jsonl"
+    subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = judge_report("llm", verdicts=subset, local=True)
     print(format_agreement(report["judges"], report["citation_support"]))
     (row,) = report["judges"]
     assert row["judge"] == "llm:smollm2" and row["note"].startswith("smoke test")
-    assert row["n"] == len(load_items()) == len(row["verdicts"])
+    assert row["n"] == len(load_items(subset)) == len(row["verdicts"]) == 8
     for v in row["verdicts"]:
         assert v["label"] in (*LABELS, UNPARSEABLE)
         assert v["label"] != UNPARSEABLE or "one label" in v["reason"]
