@@ -11,6 +11,7 @@ below), so this table is the whole list. The README prints the same table.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class Setting:
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("RAGLAB_PROFILE", "small", "corpus size everywhere: small (24 pages + help center) or full (497 pages)"),
-    Setting("RAGLAB_HOME", None, "the course folder holding data/, evals/, config/ and notebooks/ (default: this checkout; installed from the student bundle, the unpacked bundle the current folder is in)"),
+    Setting("RAGLAB_HOME", None, "the course folder holding data/, evals/, config/ and notebooks/ (default: this checkout; installed from the student bundle, the unpacked bundle the current folder is in, else the one its install.sh ran in)"),
     Setting("RAGLAB_CORPUS", None, "the corpus every notebook runs on: a folder of your own `.md`/`.txt` pages (`raglab workbook --corpus DIR` sets it; in Jupyter, `settings.toml` beside the notebooks, which notebook 00 writes); default: the Python docs"),
     Setting("RAGLAB_GOLDEN", None, "a golden set (JSONL) used instead of the one a bundled corpus ships (`load_golden(\"python-docs\")`, `raglab eval`, and in the notebooks before a `golden.jsonl` beside them): a student's own set, checked with `raglab golden check FILE`"),
     Setting("RAGLAB_WORKDIR", None, "extracted corpora, caches, indexes, traces (default: .raglab/ in the project)"),
@@ -67,10 +68,16 @@ PROFILES = ("small", "full")
 BUNDLE_MARKER = "raglab-course.json"
 
 
+# ``install.sh`` writes the unpacked bundle's folder here, inside the environment it installs into, so that a
+# notebook or a command run from any folder finds the course it came with.
+INSTALLED_HOME = Path(sys.prefix) / "raglab-course-home.txt"
+
+
 def _course_home() -> Path:
     """The folder holding the course's data/, evals/, config/ and notebooks/: ``$RAGLAB_HOME``; else the
     checkout raglab runs from (an editable install); else, installed from the student bundle's wheel, the
-    unpacked bundle that holds the current folder (found by its ``raglab-course.json``)."""
+    unpacked bundle that holds the current folder (found by its ``raglab-course.json``), or the one
+    ``install.sh`` installed from (``INSTALLED_HOME``)."""
     if get("RAGLAB_HOME"):
         return Path(get("RAGLAB_HOME")).resolve()
     checkout = Path(__file__).resolve().parents[2]
@@ -80,6 +87,10 @@ def _course_home() -> Path:
     for folder in (here, *here.parents):
         if (folder / BUNDLE_MARKER).is_file():
             return folder
+    if INSTALLED_HOME.is_file():
+        home = Path(INSTALLED_HOME.read_text(encoding="utf-8").strip())
+        if (home / BUNDLE_MARKER).is_file():
+            return home
     return checkout     # nothing found: paths under it name what is missing when they are read
 
 

@@ -16,8 +16,9 @@ nothing the instructor keeps.
 Before the archive is written, ``leaks`` searches every file of the bundle and of the wheel for the
 instructor's text (solution lines, hidden-test lines, the model answers of the prose questions, the
 solution and hidden-test markers), for executed notebooks, for the project's own words in a notebook (its
-tracker, test markers, research lever codes: ``raglab.course.cells.PROJECT_WORDS``) and for the milestone
-artifacts; the release fails if it finds one.
+tracker, test markers, research lever codes: ``raglab.course.cells.PROJECT_WORDS``), for the milestone
+artifacts, and for a text the student reads that sends them to a file or command only the instructor's copy has
+(``INSTRUCTOR_ONLY``); the release fails if it finds one.
 """
 from __future__ import annotations
 
@@ -45,8 +46,19 @@ from raglab.base.files import atomic_dir, atomic_open
 NAME = "raglab-course"
 # what the notebooks read besides the library: copied from the course folder into the bundle
 DATA = ("data", "evals", "config/prices.json", "config/tokens.example.json", "config/llama_cpp_text_only.cmake")
+# copied when present: each notebook's measured first run (scripts/bundle_timings.py measures it on a bundle)
+MEASURED = ("config/bundle_timings.json",)
 # the files a milestone run saves (raglab.course.artifacts): none may ship
 ARTIFACT = re.compile(r"(^|/)(results\.json|rubric\.(md|json)|m\d_[\w.-]+|bakeoff_\w+\.png|exp_\w+\.png)$")
+
+# What only the instructor's copy holds (its README, setup script, test suite, scripts, docs, benchmarks, the research
+# appendix and the main job that runs them) and the instructor's own commands: the texts a student reads in the
+# bundle (notebooks, START.md, install.sh, the requirement files) must not send them there.
+INSTRUCTOR_ONLY = re.compile(
+    r"\bsetup\.sh\b|\bREADME\b|\bpyproject\.toml\b|\bconftest\.py\b|requirements-tests\.txt|appendix_research"
+    r"|\btest suite\b|\bthe tests\b|\bmain job\b|(?<![\w/])(?:tests|scripts|docs|bench)/"
+    r"|raglab release|raglab grade (?!--self)|formgrader")
+STUDENT_TEXTS = re.compile(r"^(notebooks/.*\.ipynb|START\.md|install\.sh|requirements[\w-]*\.txt)$")
 
 WHEEL_README = """# raglab
 
@@ -67,6 +79,8 @@ export CMAKE_ARGS="${CMAKE_ARGS:-$llama_flags}"
 python -m pip install -q --no-compile -r requirements.txt     # each module is compiled when first imported
 python -m pip install -q --no-compile --no-deps -r requirements-nodeps.txt
 python -m pip install -q --no-deps --force-reinstall wheels/*.whl
+# remember this folder, so that notebooks and commands run from anywhere find the course's data
+python -c "import sys; from raglab.base.config import INSTALLED_HOME; INSTALLED_HOME.write_text(sys.argv[1])" "$PWD"
 python -c "import raglab, sys; print('raglab', raglab.__version__, 'installed in', sys.prefix)"
 """
 
@@ -117,7 +131,7 @@ yourname/02_dense_and_bm25.ipynb
 yourname/golden.jsonl
 ```
 
-The instructor re-runs them with the hidden tests (`raglab grade CLASS`).
+The instructor re-runs them with the hidden tests.
 """
 
 
@@ -191,6 +205,20 @@ def _texts(folder: Path):
             yield name, data.decode("utf-8", errors="replace")
 
 
+def instructor_references(name: str, text: str) -> list[str]:
+    """What a text the student reads (``STUDENT_TEXTS``) names of the instructor's copy (``INSTRUCTOR_ONLY``).
+
+    >>> instructor_references("START.md", "Run ./setup.sh, then read the README; raglab grade --self notebooks/")
+    ["START.md: names 'setup.sh', which only the instructor's copy has", "START.md: names 'README', which only the instructor's copy has"]
+    >>> instructor_references("data/HELPCENTER.md", "see the README")          # not a text the student is sent by
+    []
+    """
+    if not STUDENT_TEXTS.match(name):
+        return []
+    said = dict.fromkeys(m.group(0).strip() for m in INSTRUCTOR_ONLY.finditer(text))
+    return [f"{name}: names {s!r}, which only the instructor's copy has" for s in said]
+
+
 def leaks(folder: Path, forbidden: dict[str, str] | None = None) -> list[str]:
     """Everything in a bundle folder (and its wheel) that is the instructor's: a file holding a solution,
     hidden-test or model-answer line (``instructor_text``) or a solution / hidden-test marker, a notebook with
@@ -210,6 +238,7 @@ def leaks(folder: Path, forbidden: dict[str, str] | None = None) -> list[str]:
                 problems.append(f"{name}: a notebook outside notebooks/")
             text = "\n".join(c.source for c in nb.cells)            # its cells' lines, not their JSON
             problems += [f"{name}: says {said}" for said in project_words(text)]
+        problems += instructor_references(name, text)
         lines = {ln.strip() for ln in text.splitlines()}
         for marker in (SOLUTION, HIDDEN):
             if marker in lines:                  # a marker on a line of its own: an instructor's cell
@@ -228,7 +257,7 @@ def build(out: str | Path, release_dir: Path, version: str | None = None) -> tup
     top = f"{NAME}-{version}"
     with atomic_dir(out / top) as tmp:
         shutil.copytree(release_dir, tmp / "notebooks", ignore=shutil.ignore_patterns(".*"))
-        for part in DATA:
+        for part in DATA + tuple(p for p in MEASURED if (root / p).exists()):
             src, dst = root / part, tmp / part
             if src.is_dir():
                 shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))

@@ -65,16 +65,24 @@ def rubric_names() -> dict[str, str]:
     return {m.notebook[:2]: f"{m.number} {m.short}" for m in MILESTONES if m.number and m.part == 1}
 
 
-def table(present: set[str] | None = None) -> str:
+def table(present: set[str] | None = None, measured: dict | None = None) -> str:
     """The notebooks as a Markdown table (notebook, milestone, what it builds); with ``present``, only the
-    notebooks whose stems it holds.
+    notebooks whose stems it holds; with ``measured`` (``raglab.course.timings.BUNDLE``'s contents), a column
+    with each notebook's first run, measured from a new install of the student bundle.
 
-    >>> print(table({"00_setup", "06_evaluation"}))
-    | notebook | milestone | title |
-    | --- | --- | --- |
-    | `00_setup` | set-up | Set-up: the milestones, the words, the grading |
-    | `06_evaluation` | milestone 6 | Evaluation |
+    >>> print(table({"00_setup", "06_evaluation"}, {"notebooks": {"06_evaluation": 61.9}}))
+    | notebook | milestone | title | first run, measured |
+    | --- | --- | --- | --- |
+    | `00_setup` | set-up | Set-up: the milestones, the words, the grading | not measured |
+    | `06_evaluation` | milestone 6 | Evaluation | 1 min 2 s |
     """
-    rows = [f"| `{m.notebook}` | {m.label} | {m.title} |" for m in MILESTONES
-            if present is None or m.notebook in present]
-    return "\n".join(["| notebook | milestone | title |", "| --- | --- | --- |", *rows])
+    from raglab.course.timings import minutes
+
+    listed = [m for m in MILESTONES if present is None or m.notebook in present]
+    if not measured:
+        rows = [f"| `{m.notebook}` | {m.label} | {m.title} |" for m in listed]
+        return "\n".join(["| notebook | milestone | title |", "| --- | --- | --- |", *rows])
+    seconds = measured["notebooks"]
+    rows = [f"| `{m.notebook}` | {m.label} | {m.title} | "
+            f"{minutes(seconds[m.notebook]) if m.notebook in seconds else 'not measured'} |" for m in listed]
+    return "\n".join(["| notebook | milestone | title | first run, measured |", "| --- | --- | --- | --- |", *rows])

@@ -20,6 +20,8 @@ FILE = "timings.json"
 SETUP = "setup.json"
 CHAINED = 120.0      # a set-up that ended at most this many seconds before the workbook began is the same command
 COMMITTED = config.PROJECT_ROOT / "docs" / FILE
+# each notebook's first run from a new install of the student bundle (scripts/bundle_timings.py); the bundle ships it
+BUNDLE = config.PROJECT_ROOT / "config" / "bundle_timings.json"
 README = config.PROJECT_ROOT / "README.md"
 BEGIN = "<!-- timings: made by raglab.course.timings from docs/timings.json -->"
 END = "<!-- end of the timings -->"

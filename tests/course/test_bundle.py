@@ -7,11 +7,8 @@ model answer, executed notebook or milestone artifact, and each kind of leak pla
 """
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -20,21 +17,8 @@ import pytest
 
 from raglab.base import config
 from raglab.course import bundle, cells, grading
-from raglab.surfaces.cli import main
 
 M1 = "01_ingest_and_chunking"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """``raglab release`` as an instructor runs it; the archive unpacked as a student unpacks it."""
-    out = tmp_path_factory.mktemp("release")
-    assert main(["release", "--out", str(out)]) == 0
-    archive = next(out.glob("raglab-course-*.tar.gz"))
-    where = tmp_path_factory.mktemp("student")
-    with tarfile.open(archive) as tar:
-        tar.extractall(where, filter="data")
-    return out, archive, next(where.iterdir())
 
 
 def test_the_archive_and_its_checksum(built):
@@ -101,10 +85,15 @@ def test_each_kind_of_leak_planted_in_a_copy_is_found(built, tmp_path):
     nbformat.write(executed, copy / "notebooks" / "extra.ipynb")
     blank = nbformat.read(next((copy / "notebooks").glob("01_*.ipynb")), as_version=4)
     blank.cells.append(nbformat.v4.new_markdown_cell("Measured in scripts/answer_loss.py for issue 44."))
+    blank.cells.append(nbformat.v4.new_markdown_cell("The test suite checks it; see `appendix_research.ipynb`."))
+    (copy / "START.md").write_text((copy / "START.md").read_text() + "\nOr run `./setup.sh` as the README says.\n")
     nbformat.write(blank, copy / "notebooks" / "planted.ipynb")
     found = bundle.leaks(copy, forbidden)
     assert any("notebooks/planted.ipynb: says the word 'issue'" in p for p in found)
     assert any("notebooks/planted.ipynb: says a path into scripts/" in p for p in found)
+    for planted, said in [("notebooks/planted.ipynb", "test suite"), ("notebooks/planted.ipynb", "appendix_research"),
+                          ("START.md", "setup.sh"), ("START.md", "README")]:
+        assert f"{planted}: names {said!r}, which only the instructor's copy has" in found, (planted, said)
     assert any("evals/notes.md" in p and solution in p for p in found)
     assert any("data/results.json: a milestone artifact" in p for p in found)
     assert any("notebooks/extra.ipynb: an executed notebook" in p for p in found)
@@ -113,55 +102,31 @@ def test_each_kind_of_leak_planted_in_a_copy_is_found(built, tmp_path):
 
 # ---------------------------------------------------------------- a fresh environment (slow)
 
-def _clean_env(venv: Path) -> dict:
-    """An environment that knows nothing of this repository: the venv first on PATH, no PYTHONPATH, no raglab setting."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGLAB_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
-    env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", VIRTUAL_ENV=str(venv))
-    return env
-
-
-@pytest.fixture(scope="module")
-def installed(built, tmp_path_factory):
-    """The bundle installed by its own ``install.sh`` into a new virtual environment (not this one's packages)."""
-    _, _, top = built
-    venv = tmp_path_factory.mktemp("venv") / ".venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    env = _clean_env(venv)
-    run = subprocess.run(["bash", "install.sh"], cwd=top, env=env, capture_output=True, text=True, timeout=3600)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    return top, venv, env
-
-
-def _in_venv(installed, *args, cwd=None, timeout=1200):
-    top, venv, env = installed
-    return subprocess.run([str(venv / "bin" / args[0]), *args[1:]], cwd=cwd or top, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def test_the_installed_raglab_is_the_wheel_and_reads_the_bundle(installed):
-    top, venv, _ = installed
-    run = _in_venv(installed, "python", "-c", "import raglab, raglab.base.config as c; print(raglab.__file__); print(c.PROJECT_ROOT)",
-                   cwd=top / "notebooks")
-    where, home = run.stdout.split()
-    assert Path(where).is_relative_to(venv) and Path(home) == top, run.stdout + run.stderr
-    assert not Path(where).is_relative_to(config.PROJECT_ROOT)
+def test_the_installed_raglab_is_the_wheel_and_reads_the_bundle(installed, tmp_path):
+    """From the bundle's notebooks/, and from a folder outside the bundle (install.sh recorded where it is)."""
+    for cwd in (installed.top / "notebooks", tmp_path):
+        run = installed.run("python", "-c", "import raglab, raglab.base.config as c; print(raglab.__file__); "
+                            "print(c.PROJECT_ROOT); print(c.data_dir() / 'profiles' / 'small.txt')", cwd=cwd)
+        where, home, profile = run.stdout.split()
+        assert Path(where).is_relative_to(installed.venv) and Path(home) == installed.top, run.stdout + run.stderr
+        assert not Path(where).is_relative_to(config.PROJECT_ROOT) and Path(profile).is_file()
 
 
 @pytest.fixture(scope="module")
 def milestone_1(installed):
     """Milestone 1 executed in the fresh environment with ``jupyter nbconvert --execute``, blank and completed
     (the release filled with the solutions, as a student who solved it saves it), then self-graded."""
-    top = installed[0]
+    top = installed.top
     grading.hand_in(top / "notebooks", top / "done", M1)
     (top / "blank").mkdir()
     shutil.copy2(top / "notebooks" / f"{M1}.ipynb", top / "blank" / f"{M1}.ipynb")
     out = {}
     for who in ("blank", "done"):
-        run = _in_venv(installed, "jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+        run = installed.run("jupyter", "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
                        "--output-dir", str(top / f"{who}-executed"), str(top / who / f"{M1}.ipynb"))
         assert run.returncode == 0, run.stderr[-3000:]
         executed = nbformat.read(top / f"{who}-executed" / f"{M1}.ipynb", as_version=4)
-        run = _in_venv(installed, "raglab", "grade", "--self", who, "--out", f"grade-{who}", "--json")
+        run = installed.run("raglab", "grade", "--self", who, "--out", f"grade-{who}", "--json")
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
         out[who] = (executed, json.loads((top / f"grade-{who}" / "grade.json").read_text()))
     return out
@@ -186,14 +151,14 @@ def test_the_completed_milestone_passes_its_self_checks_and_rubric(milestone_1):
 
 
 def test_an_edited_self_check_scores_nothing(installed, milestone_1):
-    top = installed[0]
+    top = installed.top
     path = top / "done" / f"{M1}.ipynb"
     nb = nbformat.read(path, as_version=4)
     check = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
     check.source = "print('PASS  1. every word is in a window: trust me')"
     (top / "edited").mkdir()
     nbformat.write(nb, top / "edited" / path.name)
-    run = _in_venv(installed, "raglab", "grade", "--self", "edited", "--out", "grade-edited", "--json")
+    run = installed.run("raglab", "grade", "--self", "edited", "--out", "grade-edited", "--json")
     assert run.returncode == 0, run.stderr[-2000:]
     grade = json.loads((top / "grade-edited" / "grade.json").read_text())
     first = grade["checks"][0]
