@@ -20,7 +20,7 @@ import numpy as np
 from raglab.base.records import Hit
 from raglab.book.assistant import Assistant
 from raglab.book.bm25 import tokenize, top_k
-from raglab.book.citations import CitationCheck, parse_citations
+from raglab.book.citations import CitationCheck, check_citations
 from raglab.book.prompt import Source
 from raglab.book.retrieve import Levers, Retriever
 
@@ -96,18 +96,8 @@ def learner_citations(text: str, sources: list[Source], citation_check: Callable
     >>> [s.n for s in check.valid], check.invalid, check.reason
     ([1], ['9'], 'invalid-citation')
     """
-    by_n = {str(s.n): s for s in sources}
-    by_id = {s.chunk.id: s for s in sources}
     forged = {str(n) for n in citation_check(text, len(sources))}
-    valid, invalid = [], []
-    for token in parse_citations(text):
-        source = by_n.get(token) or by_id.get(token)
-        forged_or_unknown = token in forged if token.isdigit() else source is None
-        if forged_or_unknown:
-            invalid.append(token)
-        elif source is not None and source not in valid:
-            valid.append(source)
-    return CitationCheck(valid, invalid)
+    return check_citations(text, sources, lambda token, source: token in forged if token.isdigit() else source is None)
 
 
 class LearnerAssistant(Assistant):
