@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from raglab.base.config import PROJECT_ROOT
+from raglab.base.files import read_jsonl
 
 CORPORA = (("python-docs", "small"), ("python-docs", "full"), ("helpcenter", "small"))
 
@@ -41,10 +42,7 @@ def suite_texts() -> dict[str, str]:
     files = sorted((PROJECT_ROOT / "tests" / "data").glob("injections*.jsonl"))
     files += sorted(p for p in (PROJECT_ROOT / "evals").glob("injection*/*.jsonl"))
     for path in files:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for n, row in enumerate(read_jsonl(path)):
             for field in ("text", "payload"):
                 if field in row:
                     out[f"{path.parent.name}/{path.stem}:{row.get('id', n)}:{field}"] = row[field]

@@ -67,18 +67,30 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
     return n
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSONL file; a bad line is an error naming the file and line."""
-    records = []
+def jsonl_records(path: str | Path, problems: list[tuple[str, str]] | None = None) -> Iterator[tuple[str, dict]]:
+    """Yield ``(where, record)`` for each non-blank line of a JSONL file, ``where`` being ``file:line``.
+
+    The one JSONL reader. A line that is not JSON is a ``ValueError`` naming the file and line, or,
+    given a ``problems`` list, is skipped and noted there as ``(where, message)``.
+    """
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            where = f"{path}:{lineno}"
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-    return records
+                if problems is None:
+                    raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
+                problems.append((where, f"not valid JSON ({exc.msg})"))
+                continue
+            yield where, record
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Read a JSONL file; a bad line is an error naming the file and line (``jsonl_records``)."""
+    return [record for _, record in jsonl_records(path)]
 
 
 def crash_point(name: str) -> None:

@@ -6,12 +6,12 @@ The sets that ship are found by corpus name in ``raglab.infra.corpora``; ``$RAGL
 used instead (a student's own set, checked by ``check_student_golden``: ``raglab golden check FILE``)."""
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from raglab.base import config
+from raglab.base.files import jsonl_records
 from raglab.infra.corpora import REGISTRY, golden_path
 from raglab.infra.corpus import load_corpus
 
@@ -46,22 +46,6 @@ def fold(text: str) -> str:
     'a b c'
     """
     return " ".join(text.split())
-
-
-def jsonl_records(path: str | Path, problems: list[tuple[str, str]] | None = None):
-    """Yield ``(where, record)`` for each non-blank line of a JSONL file, ``where`` being ``file:line``;
-    a line that is not JSON is a ``ValueError`` naming it, or, given a ``problems`` list, is skipped
-    and noted there as ``(where, message)``."""
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            yield where, json.loads(line)
-        except json.JSONDecodeError as exc:
-            if problems is None:
-                raise ValueError(f"{where}: not valid JSON ({exc.msg})") from None
-            problems.append((where, f"not valid JSON ({exc.msg})"))
 
 
 def golden_file(corpus: str, profile: str | None = None) -> Path:

@@ -12,11 +12,11 @@ all), and each suite's ordinary companion sentences.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from pathlib import Path
 
 from raglab.base import config
+from raglab.base.files import read_jsonl
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import Document
 from raglab.infra.corpus import load_corpus
@@ -53,7 +53,7 @@ def fresh_suites() -> list[tuple[Path, str]]:
 
 def load_suite(path: str | Path) -> list[dict]:
     """The lines of a suite file."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 def round_rows(folder: str) -> list[dict]:

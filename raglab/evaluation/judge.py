@@ -23,7 +23,8 @@ from pathlib import Path
 
 from raglab.base import config
 from raglab.infra.corpora import REGISTRY, golden_path
-from raglab.evaluation.golden import Question, jsonl_records, load_golden
+from raglab.base.files import jsonl_records
+from raglab.evaluation.golden import Question, load_golden
 from raglab.evaluation.metrics import answer_correct, facts_present
 from raglab.evaluation.scoreboard import citation_support
 from raglab.evaluation.statistics import bootstrap_ci

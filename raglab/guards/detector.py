@@ -12,14 +12,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 from raglab.base import config
-from raglab.base.files import atomic_open
+from raglab.base.files import atomic_open, jsonl_records
 from raglab.infra.embedder import Embedder
 from raglab.guards.injection import instruction_like, normalize
 from raglab.guards.ngrams import HASH_BITS, NGRAMS, ngram_features
@@ -51,16 +50,13 @@ def training_set(files: tuple[str, ...] = TRAINING_FILES, root: Path = RESOURCES
     texts, labels, docs = [], [], []
     for name in files:
         path = Path(root) / name
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for where, row in jsonl_records(path):
             try:
-                row = json.loads(line)
                 text, label = row["text"], int(row["label"])
             except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{number}: not a labelled sentence ({exc})") from None
+                raise ValueError(f"{where}: not a labelled sentence ({exc})") from None
             if label not in (0, 1) or not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{path}:{number}: label must be 0 or 1 and text a non-empty string")
+                raise ValueError(f"{where}: label must be 0 or 1 and text a non-empty string")
             texts.append(text)
             labels.append(label)
             docs.append(row.get("kind") == "docs")

@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from raglab.base import config
-from raglab.base.files import Busy, atomic_open, dir_lock
+from raglab.base.files import Busy, atomic_open, dir_lock, read_jsonl
 from raglab.base.text import sentence_spans
 
 SAMPLE = 80                     # chunks a folder's own questions are drawn from
@@ -63,7 +63,7 @@ def unrelated_questions(doc_ids: set[str] = frozenset()) -> list[str]:
     out = []
     for name in UNRELATED_SETS:
         path = config.PROJECT_ROOT / "evals" / name
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = read_jsonl(path)
         if not any(e["doc"] in doc_ids for r in rows for e in r.get("evidence", [])):
             out += [r["question"] for r in rows]
     return out

@@ -4,7 +4,6 @@ an injected sentence, not even the part of one a chunk boundary cut; prompts nev
 
 ``python tests/test_injection.py`` prints the measurements (suite, held-out suite, false positives).
 """
-import json
 import re
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from raglab.evaluation.injection_report import AROUND, extractive_quotes, page, 
 from raglab.guards.widening import page_script, source_at
 from raglab.guards.detector import RuleOnly
 from raglab.guards.scripts import foreign_script
+from raglab.base.files import read_jsonl
 from raglab.base.text import sentence_spans, sentences
 from raglab.guards.detector import default_detector
 from raglab.guards.guard import Guard
@@ -31,7 +31,7 @@ DATA = Path(__file__).parents[1] / "data"
 
 def load_suite(name: str) -> list[dict]:
     """One of the injection suites in tests/data."""
-    return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(DATA / name)
 
 
 SUITE = load_suite("injections.jsonl")
