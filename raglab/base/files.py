@@ -132,8 +132,8 @@ def fsync_tree(root: str | Path) -> None:
 
 
 def lock_path(dest: str | Path) -> Path:
-    """The lock file of folder ``dest``: kept in the temporary folder, so that ``dest``'s parent
-    holds nothing but finished folders, and named after ``dest``'s absolute path."""
+    """The lock file of ``dest`` (a folder or a file): kept in the temporary folder, so that ``dest``'s
+    parent holds nothing but finished files and folders, and named after ``dest``'s absolute path."""
     dest = Path(dest)
     where = dest.parent.resolve() / dest.name
     digest = hashlib.sha256(str(where).encode()).hexdigest()[:16]
@@ -159,7 +159,9 @@ def _write_pid(lock: Path) -> None:
 
 @contextlib.contextmanager
 def dir_lock(dest: str | Path, timeout: float = LOCK_WAIT) -> Iterator[Path]:
-    """Hold folder ``dest``'s write lock; wait up to ``timeout`` seconds, then raise ``Busy`` naming the holder."""
+    """Hold ``dest``'s write lock, across threads and processes: the one file lock (a folder's for
+    ``atomic_dir``; a trace file's, a recording's). Wait up to ``timeout`` seconds (for ever when it is
+    negative), then raise ``Busy`` naming the holder."""
     from filelock import FileLock, Timeout
 
     path = lock_path(dest)

@@ -5,7 +5,7 @@ With ``$RAGLAB_RECORDED`` set to a folder (``raglab grade`` sets it for the note
 experiment whose measurements are the instructor's, not a student's work (``cost``, which runs the local model,
 and ``longcontext``, which times whole documents against retrieval), looks for a recording made with the same
 parameters;
-the first run measures and records it, every later run reads it. A lock beside the file makes a second
+the first run measures and records it, every later run reads it. The file's lock (``raglab.base.files.dir_lock``) makes a second
 grader wait for the first one's measurement instead of starting the model too. Without the setting
 nothing is recorded and every run measures.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from raglab.base import config
-from raglab.base.files import atomic_open
+from raglab.base.files import atomic_open, dir_lock
 
 
 def recording(name: str, params: dict) -> Path | None:
@@ -43,10 +43,8 @@ def recorded(name: str, params: dict, measure: Callable[[], dict]) -> dict:
     path = recording(name, params)
     if path is None:
         return measure()
-    from filelock import FileLock  # lazy: only when recording
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{path}.lock"):
+    with dir_lock(path, timeout=-1):
         if not path.exists():
             result = measure()
             result["recorded"] = {"at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "params": params}

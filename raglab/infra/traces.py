@@ -4,12 +4,11 @@ A trace holds the prompt, and so the text of restricted chunks: each file is cre
 (never chmod-ed afterwards) in a folder created with mode 0700. When appending a line would take
 ``asks.jsonl`` past ``$RAGLAB_TRACE_MAX_BYTES`` (default 10 MB) it becomes ``asks.jsonl.1``, the
 older ones move up (``.1`` -> ``.2`` ...) and at most ``$RAGLAB_TRACE_KEEP`` (default 5) rotated files
-are kept. Writers in one process share a lock; the CLI, the notebooks and ``raglab serve`` each
-write from one thread.
+are kept. Writers share the file's lock (``raglab.base.files.dir_lock``), within a process and across
+the worker processes of ``raglab serve --workers``.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -18,7 +17,7 @@ import threading
 from pathlib import Path
 
 from raglab.base import config
-from raglab.base.files import read_jsonl
+from raglab.base.files import dir_lock, read_jsonl
 
 MAX_BYTES_ENV, KEEP_ENV = "RAGLAB_TRACE_MAX_BYTES", "RAGLAB_TRACE_KEEP"
 DEFAULT_MAX_BYTES, DEFAULT_KEEP = 10_000_000, 5
@@ -74,7 +73,7 @@ def append(path: str | Path, record: dict) -> None:
     limit, n_keep = max_bytes(), keep()
     with _LOCK:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with _across_processes(path):    # the worker processes of raglab serve --workers share the file
+        with dir_lock(path, timeout=-1):    # the worker processes of raglab serve --workers share the file
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
@@ -86,22 +85,6 @@ def append(path: str | Path, record: dict) -> None:
                 os.write(fd, line)
             finally:
                 os.close(fd)
-
-
-@contextlib.contextmanager
-def _across_processes(path: Path):
-    """An exclusive lock on the trace's folder while held (POSIX ``flock``; no file is added)."""
-    try:
-        import fcntl
-    except ImportError:            # not POSIX: one process writes
-        yield
-        return
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def files(path: str | Path) -> list[Path]:
