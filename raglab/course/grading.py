@@ -37,7 +37,7 @@ from raglab.course.exercises import STUB
 from raglab.course.gradebook import write_feedback
 from raglab.course.grades import NOT_ANSWERED, Check, StudentGrade, _grade_cell_why, answered
 from raglab.course.workbook import execute, notebooks
-from raglab.base.files import atomic_open
+from raglab.base.files import atomic_dir, atomic_open
 
 
 def _api(root: Path, timeout: int = 1800, sockets: Path | None = None):
@@ -98,11 +98,8 @@ def release(out: str | Path, folder: Path | None = None, only: list[str] | None 
         root = Path(tmp)
         _generate(root, folder, only)
         target = out / "release"
-        staging = out / ".release.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(root / "release" / ASSIGNMENT, staging)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        with atomic_dir(target) as staging:
+            shutil.copytree(root / "release" / ASSIGNMENT, staging, dirs_exist_ok=True)
     return target
 
 
