@@ -63,13 +63,15 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
-def lucene_idf(n: int, n_docs: int) -> float:
-    """Lucene's BM25 idf of a term found in ``n`` of ``n_docs`` documents.
+def lucene_idf(n, n_docs: int):
+    """Lucene's BM25 idf of a term found in ``n`` of ``n_docs`` documents (``n`` a number, or an array
+    of document frequencies: the sparse version computes every term's idf at once).
 
-    >>> round(lucene_idf(1, 3), 6)
-    0.980829
+    >>> round(lucene_idf(1, 3), 6), lucene_idf(np.array([1, 3]), 3).round(6).tolist()
+    (0.980829, [0.980829, 0.133531])
     """
-    return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
+    ratio = 1 + (n_docs - n + 0.5) / (n + 0.5)
+    return np.log(ratio) if isinstance(ratio, np.ndarray) else math.log(ratio)
 
 
 # ---------------------------------------------------------------- the textbook version
@@ -136,7 +138,7 @@ class BM25:
         k1, b = self.k1, self.b
         n_docs = len(lengths)
         df = np.bincount(counts.indices, minlength=len(vocab))
-        idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+        idf = lucene_idf(df, n_docs)
         f = counts.data
         dl = np.repeat(lengths, np.diff(counts.indptr)).astype(np.float64)
         weights = idf[counts.indices] * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
