@@ -40,12 +40,22 @@ def _reorder(hits: list[Hit], scores) -> list[Hit]:
             for n, i in enumerate(order, 1)]
 
 
+def best_sentence(query_vector, sentence_vectors) -> list[float]:
+    """Each candidate's score: the largest cosine between the query and one of its sentences (unit
+    vectors; ``sentence_vectors`` holds one matrix per candidate, a row a sentence).
+
+    >>> best_sentence(np.array([1.0, 0.0]), [np.array([[0.6, 0.8], [0.0, 1.0]]), np.array([[1.0, 0.0]])])
+    [0.6, 1.0]
+    """
+    return [float((v @ query_vector).max()) for v in sentence_vectors]
+
+
 def rerank_by_best_sentence(question_vector, candidates) -> list[tuple[str, float]]:
     """``(chunk id, its sentences' vectors)`` pairs in fused order, scored by the best sentence's cosine with the question
     (unit vectors taken here), best first, ties in fused order: ``SentenceMaxReranker``'s order with ``alpha=1``."""
     q = np.asarray(question_vector, dtype=float) / np.linalg.norm(question_vector)
-    best = [float((v / np.linalg.norm(v, axis=1, keepdims=True) @ q).max())
-            for v in (np.asarray(vectors, dtype=float) for _, vectors in candidates)]
+    best = best_sentence(q, [v / np.linalg.norm(v, axis=1, keepdims=True)
+                             for v in (np.asarray(vectors, dtype=float) for _, vectors in candidates)])
     return [(candidates[i][0], best[i]) for i in sorted(range(len(candidates)), key=lambda i: (-best[i], i))]
 
 
@@ -64,10 +74,7 @@ class SentenceMaxReranker:
         per_chunk = [sentences(t) or [clean(t)] for t in texts]
         flat = [s for group in per_chunk for s in group]
         vectors = self.embedder.encode(flat, progress=False)
-        best, pos = [], 0
-        for group in per_chunk:
-            best.append(float((vectors[pos:pos + len(group)] @ q).max()))
-            pos += len(group)
+        best = best_sentence(q, np.split(vectors, np.cumsum([len(group) for group in per_chunk])[:-1]))
         fused = np.array([h.score for h in hits])
         fused = fused / fused.max() if fused.max() > 0 else fused
         return _reorder(hits, self.alpha * np.array(best) + (1 - self.alpha) * fused)
