@@ -19,7 +19,9 @@ from raglab.base.markdown import markdown_html
 __all__ = ["FORMATS", "MARKER", "render_cited"]
 
 FORMATS = ("text", "html", "markdown")
-MARKER = re.compile(r"\[(\d+)\]")          # a citation marker: the number of one of the answer's citations
+# A citation marker: the number of one of the answer's citations. Narrower than raglab.book.citations.CITATION
+# on purpose: a surface links only ``[n]`` (as the web page's script does), the check reads every bracket group.
+MARKER = re.compile(r"\[(\d+)\]")
 _OPEN, _CLOSE = "\ue000", "\ue001"       # private-use characters that stand in for the brackets of [n]
 
 

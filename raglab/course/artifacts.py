@@ -105,7 +105,8 @@ def load_results(where: Path | None = None) -> dict:
 
 
 # A sentence ends at its punctuation (closing quotes and brackets allowed) before a space; a paragraph
-# or block ends at a blank line.
+# or block ends at a blank line. Looser than raglab.base.text.sentence_ends on purpose: a chunk may end
+# at a colon or semicolon, and after an abbreviation, without being counted as cut mid-sentence.
 SENTENCE_BOUNDARY = re.compile(r"[.!?:;][\"')\]]*(?=\s)|\n[ \t]*\n")
 FOLLOWING_MAX = 5000
 

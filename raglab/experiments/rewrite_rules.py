@@ -47,6 +47,7 @@ _SPLIT_BARE = re.compile(rf"\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|why|
                          rf"|(?:when|where)\s+(?:{_ALT(AUX)})\b"
                          rf"|(?:{_ALT(AUX)})\s+(?:{_ALT(SUBJECTS)})\b)", re.I)
 _SPLIT_HARD = re.compile(r"\s*;\s*|\s+[-\u2013\u2014]\s+")
+# A question's sentences, not a page's (raglab.base.text.sentence_ends): "?" and "!" end one whatever follows.
 _SENTENCES = re.compile(r"(?<=[?!])\s+|(?<=\.)\s+(?=[A-Z])")
 _LEAD = re.compile(rf"[,:]\s+(?={_QSTART})", re.I)
 _CONJ = re.compile(r"^(?:and|but|or|also|so|plus|then)\s+", re.I)
