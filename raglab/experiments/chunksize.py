@@ -59,8 +59,9 @@ def _spearman(x, y) -> float | None:
 def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = None, sizes=SIZES, k: int = 5,
                              modes=MODES, golden=None, embedder=None, limit: int | None = None) -> dict:
     """For each chunking in ``sizes``: chunks, mean and p95 tokens, share over the model's limit, and
-    evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval,
-    on the golden set's answerable questions. Indexes come from ``get_index`` (built once, cached).
+    evidence recall@k (``raglab.evaluation.evaluate``) per retrieval mode with a bootstrap interval, beside
+    hit@k (a chunk of an evidence page in the top k), on the golden set's answerable questions. Indexes come
+    from ``get_index`` (built once, cached).
 
     Parameters:
         corpus, profile: the corpus and profile (None reads ``RAGLAB_PROFILE``).
@@ -91,13 +92,14 @@ def run_chunksize_experiment(corpus: str = "python-docs", profile: str | None = 
         row = {"setting": label, **{f: getattr(settings.resolved(), f) for f in ("strategy", "size", "overlap")},
                "chunks": len(index.chunks), "mean_tokens": round(float(tokens.mean()), 1),
                "p95_tokens": round(float(np.percentile(tokens, 95)), 1), "over_limit": int((tokens > limit).sum()),
-               "over_limit_share": round(float((tokens > limit).mean()), 4), "recall": {},
+               "over_limit_share": round(float((tokens > limit).mean()), 4), "recall": {}, "hit": {},
                "embedded": embedded, "index_seconds": round(index_seconds, 2)}
         per_question[label] = {}
         for mode in modes:
             results = evaluate(retriever, questions, k=k, mode=mode)
             per_question[label][mode] = [r.recall for r in results]
             row["recall"][mode] = bootstrap_ci(per_question[label][mode])
+            row["hit"][mode] = round(float(np.mean([r.hit for r in results])), 4)   # the right page in the top k
         rows.append(row)
     result = {"corpus": corpus, "profile": profile, "k": k, "limit": limit, "modes": list(modes),
               "n_questions": len(questions), "question_ids": [q.id for q in questions],

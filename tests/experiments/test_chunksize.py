@@ -62,6 +62,8 @@ def test_recall_comes_from_the_per_question_rows(result, embedder):
             assert len(values) == len(golden)
             assert row["recall"][mode] == bootstrap_ci(values)
             assert row["recall"][mode]["value"] == round(sum(values) / len(values), 4)
+            # evidence found means its page is there: page-level hit@k is never below the share with some recall
+            assert 1 >= row["hit"][mode] >= round(sum(v > 0 for v in values) / len(values), 4)
         index = load_index("helpcenter", "small", settings)   # the index the run built, searched again
         retriever = Retriever(index, embedder)
         for q, value in list(zip(golden, per_q["hybrid"]))[:8]:
