@@ -30,7 +30,7 @@ the same rule (``3.11`` -> ``3``, ``11``, ``3.11``).
 
 References. bm25s (``method="lucene"``) ranks identically, but like Lucene 8 and later it leaves
 out the constant factor ``k1 + 1``, so its scores are ours divided by 2.5; rank_bm25's
-``BM25Okapi`` gives the same scores once its idf is replaced by Lucene's. ``tests/test_bm25.py``
+``BM25Okapi`` gives the same scores once its idf is replaced by Lucene's. ``tests/book/test_bm25.py``
 checks both, and ``bench/bm25.py`` times this module against bm25s. An index is written to a file and read
 back by ``raglab.infra.stores.bm25_file``.
 """

@@ -1,7 +1,7 @@
-"""BM25: the sparse index against bm25s (lucene), rank_bm25 (with Lucene's idf), the textbook loops
-and a score worked by hand; the tokenizer; the access filter; save and load."""
+"""BM25 (raglab/book/bm25.py): the sparse index against bm25s (method lucene, whose scores are ours
+divided by k1 + 1) and rank_bm25 (BM25Okapi with Lucene's idf), the textbook loops and a score worked by
+hand; the tokenizer; the access filter. Saving and loading an index is tests/stages/test_bm25_file.py."""
 import math
-import os
 
 import bm25s
 import numpy as np
@@ -10,8 +10,6 @@ from rank_bm25 import BM25Okapi
 
 from raglab.book.bm25 import BM25, TextbookBM25, tokenize
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.infra.corpus import load_corpus
-from raglab.infra.stores.bm25_file import load_bm25, save_bm25
 
 QUERIES = [
     "__init__", "__repr__", "__missing__", "dict_keys", "KeyError", "ValueError", "StopIteration",
@@ -25,10 +23,9 @@ QUERIES = [
 
 
 @pytest.fixture(scope="session")
-def texts():
+def texts(python_docs):
     """The small profile's Python docs in the course's 150-word chunks (about 600)."""
-    docs = load_corpus("python-docs", "small")
-    return [c.indexed_text for c in chunk_corpus(docs, ChunkSettings("words"))]
+    return [c.indexed_text for c in chunk_corpus(python_docs, ChunkSettings("words"))]
 
 
 @pytest.fixture(scope="session")
@@ -188,31 +185,3 @@ def test_filter_must_be_a_boolean_mask_of_the_right_length(bm):
         bm.scores("path", np.ones(bm.n_docs - 1, dtype=bool))
     with pytest.raises(ValueError, match="boolean"):
         bm.scores("path", np.arange(bm.n_docs))
-
-
-# ---------------------------------------------------------------- save and load
-
-def test_save_load_round_trip(bm, tmp_path):
-    path = tmp_path / "bm25.npz"
-    save_bm25(bm, path)
-    save_bm25(bm, path)  # overwriting is fine
-    assert os.listdir(tmp_path) == ["bm25.npz"]
-    loaded = load_bm25(path)
-    assert (loaded.n_docs, loaded.vocab_size, loaded.avgdl) == (bm.n_docs, bm.vocab_size, bm.avgdl)
-    mask = np.arange(bm.n_docs) % 3 == 0
-    for query in QUERIES:
-        assert np.array_equal(loaded.scores(query), bm.scores(query))
-        assert loaded.search(query, allowed=mask) == bm.search(query, allowed=mask)
-
-
-def test_a_failed_save_leaves_the_old_file_and_no_temporary(bm, tmp_path, monkeypatch):
-    path = tmp_path / "bm25.npz"
-    save_bm25(bm, path)
-    before = path.read_bytes()
-
-    def broken(*args, **kwargs):
-        raise OSError("disk full")
-    monkeypatch.setattr(np, "savez", broken)
-    with pytest.raises(OSError, match="disk full"):
-        save_bm25(bm, path)
-    assert os.listdir(tmp_path) == ["bm25.npz"] and path.read_bytes() == before
