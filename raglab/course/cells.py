@@ -16,6 +16,9 @@ SELF_CHECK = re.compile(r"^#\s*Self-check\b(?:.*?\((\d+)\s+points?\))?", re.I)
 # A prose answer the instructor grades: a Markdown cell that starts with this comment (its model answer
 # follows; the release replaces it with ``PROSE_STUB``).
 BY_HAND = re.compile(r"^<!--\s*graded by hand:\s*(\d+)\s+points?\s*-->")
+# A question's points, as the student reads them after each question of the Markdown cell above such an answer
+# ("... and why? (1 point)"); they add up to the answer's points.
+QUESTION_POINTS = re.compile(r"\((\d+) points?\)")
 SOLUTION = "### BEGIN SOLUTION"
 NOTHING_DONE = "ran, but no exercise is done (worth nothing)"
 HIDDEN = "### BEGIN HIDDEN TESTS"

@@ -289,6 +289,18 @@ def bakeoff_decided(a: Artifacts):
     return True, f"{metric} spans {spread:.3f} over {len(cells)} configurations; winner {' + '.join(winner)}"
 
 
+def own_chunker_raced(a: Artifacts):
+    """The chunking lab (milestone 7, part 2): the chunker that raced, held on the check pages to the rules every
+    strategy meets (every word in a chunk, no chunk over the model's window), and run in the lab's race."""
+    lab = a.section("chunking_lab")
+    why = (f"your chunker cut the check pages into {lab['chunks']} chunks: {lab['uncovered']} of {lab['words']} words "
+           f"in no chunk, {lab['over_limit']} chunks over {MINILM_MAX_TOKENS} tokens")
+    if "mine" not in lab["raced"]:
+        return False, why + "; it did not run in the race"
+    ok = lab["chunks"] > 0 and lab["uncovered"] == 0 and lab["over_limit"] == 0
+    return ok, why + f"; it raced {len(lab['raced']) - 1} other chunkings"
+
+
 # Where the milestones before 6 record the questions they read (``GoldenInUse.read``): each chose on dev.
 CHOOSING_SECTIONS = ("m2", "m3", "m4")
 
@@ -356,7 +368,8 @@ def chunking_choice(a: Artifacts):
     return True, why + ": no detectable difference; the reasons are graded by hand"
 
 
-# (milestone, criterion, check, notebook, the stages of the student's pipeline whose artifacts it reads)
+# (milestone, criterion, check, notebook, the stages of the student's pipeline whose artifacts it reads); the
+# notebook is its number, or for a milestone's later notebook its grade prefix (``rubric.notebook_key``)
 M = rubric_names()      # {"01": "1 chunking", ...}: the names live in raglab.course.milestones
 CRITERIA = [
     (M["01"], "your chunker's chunks have ids and sources and cover every word", chunks_have_ids, "01", ("chunker",)),
@@ -375,5 +388,7 @@ CRITERIA = [
     (M["06"], "the test split read once, in milestone 6, of the set every choice was made on", read_test_once, "06", ("recall", "mrr")),
     (M["07"], "the bake-off numbers differ materially and a winner was chosen", bakeoff_decided, "07", ("winner rule",)),
     (M["07"], "a chunking chosen that the bake-off's paired rule does not rule out", chunking_choice, "07", ("winner rule",)),
+    (M["07"], "your own chunker covers every word, fits the model and ran in the lab's race", own_chunker_raced,
+     "07-chunking", ("own chunker",)),
     (M["08"], "your cost function priced this run's answers at the list price", your_prices, "08", ("answer cost",)),
 ]

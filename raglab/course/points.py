@@ -10,10 +10,9 @@ from pathlib import Path
 from raglab.base import config
 from raglab.course import cells
 from raglab.course.blocks import replace_block
-from raglab.course.criteria import CRITERIA
 from raglab.course.grades import PASS_MARK
-from raglab.course.milestones import by_notebook, table
-from raglab.course.submission_criteria import SUBMISSION_CRITERIA
+from raglab.course.milestones import MILESTONES, by_notebook, table
+from raglab.course.rubric import graded_criteria, notebook_key
 from raglab.course.workbook import notebooks
 
 GRADING_BEGIN = "<!-- grading page: made by raglab.course.points.grading_page -->"
@@ -55,13 +54,40 @@ def notebook_points(path: Path) -> NotebookPoints:
                           len(hand), sum(g["points"] for g in hand))
 
 
+@dataclass(frozen=True)
+class ByHand:
+    notebook: str
+    grade_id: str                  # nbgrader's id of the answer cell (``cells.mark_cells``)
+    points: int                    # the answer's points (its ``<!-- graded by hand: N points -->`` marker)
+    questions: tuple[int, ...]     # each question's points, as the cell above the answer shows them
+
+
+def by_hand_answers(path: Path) -> list[ByHand]:
+    """The answers graded by hand of one notebook (the instructor's, or as released: nbgrader's metadata), each
+    with the points per question that the Markdown cell above it shows the student (``cells.QUESTION_POINTS``)."""
+    import nbformat  # lazy: only when notebooks are read
+
+    nb = nbformat.read(path, as_version=4)
+    _graded_cells(nb, path.stem)                   # the metadata, derived from the markers when not released
+    out, question = [], ""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and meta.get("solution"):
+            out.append(ByHand(path.stem, meta["grade_id"], int(meta["points"]),
+                              tuple(int(n) for n in cells.QUESTION_POINTS.findall(question))))
+        else:
+            question = cell.source
+    return out
+
+
 def criteria_by_notebook() -> dict[str, int]:
-    """How many rubric criteria read each notebook number's artifacts (the golden set of the student's
-    own counts under 06); the copy flags earn nothing and are not counted."""
+    """How many rubric criteria each notebook's "Done when" runs, by its key (``rubric.notebook_key``: "06",
+    "07-chunking"; the golden set of the student's own counts under 06); the copy flags earn nothing."""
     out: dict[str, int] = {}
-    for milestone, _, _, nb, _ in [*CRITERIA, *SUBMISSION_CRITERIA]:
-        if milestone != "flag":
-            out[nb] = out.get(nb, 0) + 1
+    for _, _, nb in graded_criteria():
+        out[nb] = out.get(nb, 0) + 1
     return out
 
 
@@ -116,11 +142,16 @@ def grading_page(folder: Path | None = None) -> str:
         m = by_notebook(p.notebook)
         if not m.graded or m.number is None:
             continue
-        n = criteria.get(p.notebook[:2], 0) if m.part == 1 else 0
+        n = criteria.get(notebook_key(p.notebook), 0)
         rows.append(f"| `{p.notebook}` | {m.label} | {p.checks} | {p.check_points} | {p.answers} | "
                     f"{p.hand_points} | {n} |")
         tot = [a + b for a, b in zip(tot, (p.checks, p.check_points, p.answers, p.hand_points, n))]
     possible = tot[1] + tot[3] + tot[4]
+    names = {m.notebook: m.label for m in MILESTONES if m.graded and m.number is not None}
+    shown = [p.stem for p in notebooks(folder) if p.stem in names]
+    listed = [f"| `{stem}` | {criterion} |" for stem in shown for _, criterion, _ in graded_criteria(stem)]
+    hand = [f"| `{a.notebook}` | {a.grade_id} | {' + '.join(map(str, a.questions)) or '-'} | {a.points} |"
+            for stem in shown for a in by_hand_answers(Path(folder or notebooks()[0].parent) / f"{stem}.ipynb")]
     return "\n".join([
         "| notebook | milestone | self-checks (graded by the computer) | their points | answers graded by hand | "
         "their points | rubric criteria (1 point each) |",
@@ -131,7 +162,11 @@ def grading_page(folder: Path | None = None) -> str:
         f"include a golden set of your own (`golden.jsonl`, checked by `raglab golden check`). "
         f"**The pass mark is {PASS_MARK:.0%} of the points possible** in the notebooks assigned: "
         f"{pass_points(possible)} of {possible} for the whole course. The self-checks count only when their hidden tests pass as well.",
-        "", INSTRUCTOR])
+        "", "**The rubric's criteria**, one point each. Each notebook's \"Done when\" runs its own on your run:", "",
+        "| notebook | criterion |", "| --- | --- |", *listed, "",
+        "**The answers graded by hand**, with the points of each question (printed after the question in the notebook):",
+        "", "| notebook | answer | points per question | points |", "| --- | --- | --- | --- |", *hand, "",
+        INSTRUCTOR])
 
 
 MILESTONES_BEGIN = "<!-- milestones: made by raglab.course.milestones.table -->"

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raglab.course import artifacts, exercises
+from raglab.course.cells import grade_prefix
 from raglab.course.criteria import CRITERIA, Artifacts
 from raglab.course.submission_criteria import READ_THE_REFERENCE, SUBMISSION_CRITERIA, Submission
 from raglab.base.files import atomic_open
@@ -81,6 +82,30 @@ def measured_on(where: Path) -> str:
     return f"{read['corpus']}; {read['golden']} ({read['whose']}, {read['sha256']}); {read['split']} {len(read['ids'])}"
 
 
+def notebook_key(notebook: str) -> str:
+    """The key a criterion files its notebook under (the fourth field of ``CRITERIA``): a notebook's number,
+    or for a milestone's later notebook its grade prefix; a number such as ``"07"`` is its own key.
+
+    >>> notebook_key("06_evaluation"), notebook_key("07_chunking_lab"), notebook_key("07")
+    ('06', '07-chunking', '07')
+    """
+    notebook = str(notebook)
+    return notebook[:2] if len(notebook) <= 2 else grade_prefix(notebook)
+
+
+def graded_criteria(notebook: str | None = None) -> list[tuple[str, str, str]]:
+    """The criteria that earn a point, as ``(milestone, criterion, notebook key)``: every one, or one notebook's.
+    The one list the grading page, each notebook's "Done when" and the gradebook's columns are made from
+    (the copy flags earn nothing and are not in it).
+
+    >>> [c for _, c, _ in graded_criteria("06_evaluation")][-1]
+    "a golden set of the student's own passes the checks"
+    """
+    key = None if notebook is None else notebook_key(notebook)
+    return [(m, c, nb) for m, c, _, nb, _ in [*CRITERIA, *SUBMISSION_CRITERIA]
+            if m != "flag" and (key is None or nb == key)]
+
+
 def _judge(a: Artifacts, milestone: str, criterion: str, fn, stages: tuple) -> Criterion:
     """One criterion: failed for its stage when the student's code did not make what it reads."""
     why = not_yours(a, stages) if stages else None
@@ -99,7 +124,7 @@ def check(where: str | Path | None = None, notebooks: list[str] | None = None,
     where = Path(where or artifacts.folder())
     if not where.is_dir():
         raise FileNotFoundError(f"{where}: no artifacts folder (run `raglab workbook` first)")
-    keep = {str(n)[:2] for n in notebooks} if notebooks else None
+    keep = {notebook_key(n) for n in notebooks} if notebooks else None
     a = Artifacts(where)
     results = [_judge(a, m, c, fn, st) for m, c, fn, nb, st in CRITERIA if keep is None or nb in keep]
     if submission is not None:
@@ -109,12 +134,14 @@ def check(where: str | Path | None = None, notebooks: list[str] | None = None,
     return results
 
 
-def done_when(notebook: str, where: str | Path | None = None):
-    """The end of a milestone notebook: its rubric criteria on what this run saved, as the instructor's
-    checker will read them (a Markdown table: each criterion, the stages it reads, pass or fail, and why)."""
+def done_when(notebook: str, where: str | Path | None = None, folder: str | Path = "."):
+    """The end of a milestone notebook: its rubric criteria (``graded_criteria``, the grading page's list) on
+    what this run saved and on what lies beside the notebook in ``folder`` (a golden set of the student's own),
+    as the instructor's grader will read them (a Markdown table: each criterion, the stages it reads, pass or
+    fail, and why). The copy flags, which earn nothing, are left out."""
     from IPython.display import Markdown  # lazy: only in a notebook
 
-    results = check(where, notebooks=[notebook])
+    results = [r for r in check(where, notebooks=[notebook], submission=folder, reference=False) if r.milestone != "flag"]
     done = sum(r.passed for r in results)
     return Markdown("\n".join([f"**Done when**, read by the checker: {done} of {len(results)} criteria pass.", "",
                                *_table(results, milestone=False, bold=True)]))

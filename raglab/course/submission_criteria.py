@@ -21,7 +21,7 @@ class Submission(Artifacts):
         def load():
             path = self.where / "golden.jsonl"
             if not path.exists():
-                raise FileNotFoundError(f"{path}: no golden set of your own in the submission")
+                raise FileNotFoundError(f"{path}: no golden set of your own beside your notebooks")
             return check_student_golden(path, load_corpus(corpus_in_use(self.where)))   # settings.toml's, if any
         return self._once("golden.jsonl", load)
 

@@ -27,6 +27,7 @@ TAUGHT = {   # what a learner must have been taught first: the pattern, and the 
 CHOOSING = {"02_dense_and_bm25": ["3"], "03_hybrid_rrf_rerank": ["3"], "04_cited_answers": ["2"],
             "07_bakeoff": ["3"]}
 GLOSSARY = "## Words the course uses"         # notebook 00's list of words, each with the notebook that teaches it
+GRADING_PAGE = "Markdown(rl.course.points.grading_page())"   # 00's grading page: every milestone's criteria, by name
 READS_TEST = re.compile(r"golden\.test\b|split\(\s*[\"']test[\"']|split\s*=\s*[\"']test[\"']|golden\.questions\b")
 
 
@@ -43,14 +44,15 @@ def cell_text(cell) -> str:
 
 
 def mentions_before_teaching(notebooks, pattern, teacher: str) -> list[str]:
-    """Where ``pattern`` occurs before the cell that starts with ``teacher``, outside a glossary and a notebook's
-    first cell (its plan)."""
+    """Where ``pattern`` occurs before the cell that starts with ``teacher``, outside a glossary, the grading page
+    (it lists what each milestone must show, in the words the milestone teaches) and a notebook's first cell
+    (its plan)."""
     found = []
     for path in notebooks:
         for n, cell in enumerate(reader(path).cells):
             if cell.source.lstrip().startswith(teacher):
                 return found
-            if n == 0 or cell.source.lstrip().startswith(GLOSSARY):
+            if n == 0 or cell.source.lstrip().startswith((GLOSSARY, GRADING_PAGE)):
                 continue
             if pattern.search(cell_text(cell)):
                 found.append(f"{path.stem} cell {n}: {pattern.search(cell_text(cell)).group(0)!r}")

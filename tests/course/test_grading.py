@@ -544,11 +544,17 @@ def test_the_whole_course_grades_each_archetype(tmp_path):
         print(g.student, "rubric failed:", [r.criterion for r in g.criteria if not r.passed])
     complete, blank, half, copies, bugs = (grades[s] for s in ("complete", "blank", "half", "copies", "bugs"))
     golden = "a golden set of the student's own passes the checks"          # nobody hands one in here
-    assert [r.criterion for r in complete.criteria if not r.passed] == [golden] and len(complete.criteria) == 16
-    answers = sum(n.answers for n in points.course_points() if n.notebook in stems)      # prose graded by hand
+    assert [r.criterion for r in complete.criteria if not r.passed] == [golden]
+    assert len(complete.criteria) == len(rubric.graded_criteria())            # the grading page's list
+    course = [n for n in points.course_points() if n.notebook in stems]
+    answers = sum(n.answers for n in course)                                   # prose graded by hand
     assert complete.points[0] == complete.points[1] and complete.ran_ok == len(stems) == 9
-    assert complete.by_hand[2] == answers == 12                                # every answer waits for the instructor
-    assert complete.result == "pass"              # the prose counts 0 until graded, and the rest passes already
+    assert complete.by_hand[2] == answers and complete.by_hand[1] == sum(n.hand_points for n in course)
+    # the prose counts 0 until graded; the rest (every point but the golden set's) is under the pass mark, so
+    # the prose decides
+    assert complete.total == (complete.points[1] + len(complete.criteria) - 1, complete.points[1] + complete.by_hand[1]
+                              + len(complete.criteria))
+    assert complete.total[0] < points.PASS_MARK * complete.total[1] and complete.result == "to grade"
     assert set(complete.flags) == {"failure analysis copied from the reference solution",      # it is the reference
                                    "chunking choice copied from the reference solution"}
     assert blank.points[0] == 0 and blank.ran_ok == 0 and blank.rubric_passed == 0 and blank.by_hand[:3:2] == (0, 0)
@@ -594,7 +600,8 @@ def test_prose_is_to_grade_until_the_instructor_enters_points(graded_by_hand):
     ada, bo = first["ada"], first["bo"]
     # milestone 7 holds two prose answers: why this chunking (07-by-hand-1) and the questions about the idea
     assert ada["07 07-by-hand-1"] == "to grade" and ada["to grade"] == "2" and ada["by-hand points"] == "0.0"
-    assert ada["by-hand max"] == "6.0" and float(ada["autograder points"]) == float(ada["autograder max"])
+    hand_max = sum(a.points for a in points.by_hand_answers(grading.notebooks()[0].parent / "07_bakeoff.ipynb"))
+    assert float(ada["by-hand max"]) == hand_max and float(ada["autograder points"]) == float(ada["autograder max"])
     assert bo["07 07-by-hand-1"] == "0.0" and bo["to grade"] == "0"            # nothing written: nothing to grade
     assert entered["ada"]["07 07-by-hand-1"] == "2.0" and entered["ada"]["by-hand points"] == "2.0"
     assert entered["ada"]["to grade"] == "1"                                    # kept across the re-grade; one left
