@@ -120,6 +120,8 @@ def pass_points(possible: int, mark: float = PASS_MARK) -> int:
     return -int(-possible * mark // 1)
 
 
+STUDENT = """**Grade your own work** with `raglab grade --self notebooks/`: the visible self-checks and the rubric, on
+your run. Your instructor's grade adds the hidden tests and the points of the answers graded by hand."""
 INSTRUCTOR = """**What an instructor runs** (in the course folder):
 
 ```bash
@@ -133,9 +135,10 @@ A learner grades their own work with `raglab grade --self notebooks/` (the visib
 no hidden tests, no answers graded by hand)."""
 
 
-def grading_page(folder: Path | None = None) -> str:
+def grading_page(folder: Path | None = None, instructor: bool = False) -> str:
     """The grading page (Markdown): per notebook, the self-checks and the answers graded by hand with their
-    points and the rubric's criteria; the totals; the pass mark; and what an instructor runs."""
+    points and the rubric's criteria; the totals; the pass mark; and how a student grades their own work (notebook
+    00), or, with ``instructor``, what an instructor runs (the README)."""
     criteria = criteria_by_notebook()
     rows, tot = [], [0, 0, 0, 0, 0]
     for p in course_points(folder):
@@ -166,7 +169,7 @@ def grading_page(folder: Path | None = None) -> str:
         "| notebook | criterion |", "| --- | --- |", *listed, "",
         "**The answers graded by hand**, with the points of each question (printed after the question in the notebook):",
         "", "| notebook | answer | points per question | points |", "| --- | --- | --- | --- |", *hand, "",
-        INSTRUCTOR])
+        INSTRUCTOR if instructor else STUDENT])
 
 
 MILESTONES_BEGIN = "<!-- milestones: made by raglab.course.milestones.table -->"
@@ -179,7 +182,7 @@ def readme_blocks(folder: Path | None = None) -> dict[tuple[str, str], str]:
     """The README's generated blocks, by their markers: the milestones, the grading page, what you write."""
     present = {p.stem for p in Path(folder or notebooks()[0].parent).glob("*.ipynb")}
     return {(MILESTONES_BEGIN, MILESTONES_END): table(present),
-            (GRADING_BEGIN, GRADING_END): grading_page(folder),
+            (GRADING_BEGIN, GRADING_END): grading_page(folder, instructor=True),
             (WRITE_BEGIN, WRITE_END): what_you_write(folder)}
 
 

@@ -77,7 +77,8 @@ def test_notebook_00_and_the_readme_show_the_grading_page():
         assert out.get("data", {}).get("text/markdown", page) == page, "00's grading page is stale (run it again)"
     readme = (ROOT / "README.md").read_text()
     block = readme.split(points.GRADING_BEGIN)[1].split(points.GRADING_END)[0].strip()
-    assert block == page, "README.md's grading page is stale: python -m raglab.course.points"
+    assert block == points.grading_page(instructor=True), "README.md's grading page is stale: python -m raglab.course.points"
+    assert page.replace(points.STUDENT, points.INSTRUCTOR) == block      # the same page; the student's ends with their part
 
 
 def test_every_answer_graded_by_hand_shows_its_points_per_question():
