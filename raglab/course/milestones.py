@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from raglab.course.timings import minutes
+
 
 @dataclass(frozen=True)
 class Milestone:
@@ -76,8 +78,6 @@ def table(present: set[str] | None = None, measured: dict | None = None) -> str:
     | `00_setup` | set-up | Set-up: the milestones, the words, the grading | not measured |
     | `06_evaluation` | milestone 6 | Evaluation | 1 min 2 s |
     """
-    from raglab.course.timings import minutes
-
     listed = [m for m in MILESTONES if present is None or m.notebook in present]
     if not measured:
         rows = [f"| `{m.notebook}` | {m.label} | {m.title} |" for m in listed]
