@@ -451,23 +451,6 @@ def gradebook_table(rows) -> str:
 
 # ---------------------------------------------------------------- the whole course (run on demand)
 
-COPIES = {  # each code exercise handed in as raglab's own function behind the student's name
-    "01_ingest_and_chunking": {"chunk_words": COPIES_THE_CHUNKER},
-    "02_dense_and_bm25": {"bm25_scores": "def bm25_scores(query_tokens, docs_tokens, k1=1.5, b=0.75):\n"
-                                         "    return library_bm25_scores(query_tokens, docs_tokens, k1, b)"},
-    "03_hybrid_rrf_rerank": {"my_rrf": "def my_rrf(rankings, k=60):\n    return rl.rrf(rankings, k)"},
-    "04_cited_answers": {"invalid_citations": WRAPS_THE_CHECK},
-    "05_access_and_vector_db": {"visible_rows": "def visible_rows(chunk_access, user_groups):\n"
-                                                "    return library_visible_rows(chunk_access, user_groups)"},
-    "06_evaluation": {"recall_at_k": "def recall_at_k(ranked_docs, relevant_docs, k):\n"
-                                     "    return rl.evaluation.metrics.recall(list(ranked_docs), set(relevant_docs), k)\n\n\n"
-                                     "def mrr_at_k(ranked_docs, relevant_docs, k=10):\n"
-                                     "    return rl.evaluation.metrics.reciprocal_rank(list(ranked_docs), set(relevant_docs), k)"},
-    "07_bakeoff": {"pick_winner": "def pick_winner(rows, k=5):\n    return library_pick_winner(rows, k)"},
-    "07_chunking_lab": {"my_chunker": "def my_chunker(text, limit=256):\n    return rl.model_windows(text)"},
-    "08_stretch_experiments": {"cost_per_answer": "def cost_per_answer(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m):\n"
-                                                  "    return library_cost(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m)"},
-}
 BUGS = {  # one edge-case bug in each code exercise
     "01_ingest_and_chunking": {"chunk_words": DROPS_TEXT},
     "02_dense_and_bm25": {"bm25_scores": """import collections
@@ -524,21 +507,21 @@ def mrr_at_k(ranked_docs, relevant_docs, k=10):
 
 @pytest.mark.slow
 def test_the_whole_course_grades_each_archetype(tmp_path):
-    """All eight milestones for three archetypes: complete, a copy in every code exercise, an edge-case bug in
-    every code exercise (two students at a time). The blank release and half the milestones done are graded in
-    the simulated class above (milestones 1 and 4) and the blank release of every notebook is proven above."""
+    """All eight milestones for two archetypes: complete, and an edge-case bug in every code exercise (two students
+    at a time). The blank release, half the milestones done and copies of raglab are graded in the simulated class
+    above (milestones 1 and 4); the blank release of every notebook is proven above, and every exercise's hidden
+    tests fail raglab's own function (test_hidden_tests_pass_the_solution_and_fail_raglabs_own_function)."""
     stems = [p.stem for p in grading.notebooks() if p.stem[:2] != "00"]
     release_dir = grading.release(tmp_path / "course", only=stems)
     klass = tmp_path / "class"
     for stem in stems:
         _submit(release_dir, klass / "complete", stem)
-        _submit(release_dir, klass / "copies", stem, COPIES[stem])
         _submit(release_dir, klass / "bugs", stem, BUGS[stem])
     grades = {g.student: g for g in classroom.grade_class(klass, tmp_path / "grades", jobs=2)}   # two at a time
     print("\n" + grading.format_grades(list(grades.values())))
     for g in grades.values():
         print(g.student, "rubric failed:", [r.criterion for r in g.criteria if not r.passed])
-    complete, copies, bugs = (grades[s] for s in ("complete", "copies", "bugs"))
+    complete, bugs = (grades[s] for s in ("complete", "bugs"))
     golden = "a golden set of the student's own passes the checks"          # nobody hands one in here
     assert [r.criterion for r in complete.criteria if not r.passed] == [golden]
     assert len(complete.criteria) == len(rubric.graded_criteria())            # the grading page's list
@@ -553,12 +536,8 @@ def test_the_whole_course_grades_each_archetype(tmp_path):
     assert complete.total[0] < points.PASS_MARK * complete.total[1] and complete.result == "to grade"
     assert set(complete.flags) == {"failure analysis copied from the reference solution",      # it is the reference
                                    "chunking choice copied from the reference solution"}
-    assert copies.rubric_passed == 0 and len([f for f in copies.flags if "copy" in f]) == 10
-    lost = {c.notebook for c in copies.checks if c.score < c.points and not c.by_hand}
-    assert lost == set(stems)                                                 # each copy loses its exercise
     assert {c.notebook for c in bugs.checks if c.score < c.points and not c.by_hand} == set(stems)
-    assert complete.points[0] > bugs.points[0] > 0 and complete.points[0] > copies.points[0]
-    assert bugs.ran_ok == copies.ran_ok == len(stems)
+    assert complete.points[0] > bugs.points[0] > 0 and bugs.ran_ok == len(stems)
 
 
 # ---------------------------------------------------------------- prose graded by hand (slow)
