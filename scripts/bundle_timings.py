@@ -28,14 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from raglab.base.files import atomic_open  # noqa: E402
-from raglab.course import grading, timings  # noqa: E402
-
-
-def clean_env(venv: Path) -> dict:
-    """An environment that knows nothing of this checkout: the new venv first on PATH, no raglab setting."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGLAB_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
-    env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", VIRTUAL_ENV=str(venv))
-    return env
+from raglab.course import bundle, grading, timings  # noqa: E402
 
 
 def measure(work: Path) -> dict:
@@ -46,7 +39,7 @@ def measure(work: Path) -> dict:
     top = next((work / "student").iterdir())
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    env = clean_env(venv)
+    env = bundle.student_env(venv)
     began = time.perf_counter()
     subprocess.run(["bash", "install.sh"], cwd=top, env=env, check=True)
     install = time.perf_counter() - began

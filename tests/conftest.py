@@ -187,20 +187,15 @@ class Installed:
                               env={**self.env, **settings}, capture_output=True, text=True, timeout=timeout)
 
 
-def clean_env(venv: Path) -> dict:
-    """An environment that knows nothing of this repository: the venv first on PATH, no PYTHONPATH, no raglab setting."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGLAB_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
-    env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", VIRTUAL_ENV=str(venv))
-    return env
-
-
 @pytest.fixture(scope="session")
 def installed(built, tmp_path_factory) -> Installed:
     """The bundle installed by its own ``install.sh`` into a new virtual environment (not this one's packages)."""
+    from raglab.course import bundle
+
     _, _, top = built
     venv = tmp_path_factory.mktemp("venv") / ".venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    env = clean_env(venv)
+    env = bundle.student_env(venv)
     run = subprocess.run(["bash", "install.sh"], cwd=top, env=env, capture_output=True, text=True, timeout=3600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     return Installed(top, venv, env)

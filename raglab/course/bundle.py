@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -133,6 +134,14 @@ yourname/golden.jsonl
 
 The instructor re-runs them with the hidden tests.
 """
+
+
+def student_env(venv: Path) -> dict:
+    """The environment a student's shell gives a program of the bundle's virtual environment ``venv``: the venv
+    first on PATH, and nothing of this checkout (no ``RAGLAB_*``, ``PYTHON*``, ``VIRTUAL_ENV`` or ``JUPYTER*``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGLAB_", "PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
+    env.update(PATH=f"{Path(venv) / 'bin'}:{env.get('PATH', '')}", VIRTUAL_ENV=str(venv))
+    return env
 
 
 def start_md(present: set[str] | None = None) -> str:
