@@ -2,9 +2,10 @@
 
 - ``mark_cells`` turns the notebooks' markers into nbgrader metadata (unit tests);
 - every notebook's release holds no solution and no hidden test, every self-check fails on the blank
-  release while the milestone's own cells still run, and the solution passes (nbval runs the instructor's
-  notebooks, hidden tests included);
-- each write-it exercise's hidden tests fail a "solution" that is raglab's own function, or a wrapper;
+  release while the milestone's own cells still run (the whole course graded for a blank and a complete
+  submission), and the solution passes (nbval runs the instructor's notebooks, hidden tests included);
+- each write-it exercise's hidden tests fail a "solution" that is raglab's own function, or a wrapper, and each
+  code exercise's self-check fails an edge-case bug;
 - ``raglab grade`` on a simulated class of eight archetypes over milestones 1 and 4 (``CLASS``: complete,
   blank, library copies, a bug in each code exercise, wrong choices, half done, a notebook that raises,
   one bug) gives each the gradebook row stated for it, and the feedback page opens in headless Chromium.
@@ -25,7 +26,8 @@ from raglab.surfaces.cli import main
 
 pytestmark = pytest.mark.usefixtures("project_caches")      # the main job's warm caches
 
-ASSIGNED = ["01_ingest_and_chunking", "04_cited_answers"]
+M1 = "01_ingest_and_chunking"
+ASSIGNED = [M1, "04_cited_answers"]
 
 
 # ---------------------------------------------------------------- markers and self-checks (fast)
@@ -226,27 +228,10 @@ def test_the_release_has_every_notebook_and_no_solution(released):
     assert all(not c.outputs for c in nb.cells if c.cell_type == "code")
 
 
-@pytest.fixture(scope="module")
-def blank_artifacts(tmp_path_factory):
-    """One artifacts folder for the blank release's notebooks, run in order as a student runs them."""
-    return tmp_path_factory.mktemp("blank-artifacts")
-
-
-@pytest.mark.parametrize("stem", [p.stem for p in grading.notebooks()])
-def test_the_blank_release_fails_every_self_check_and_still_runs(released, blank_artifacts, stem):
-    """What `raglab release --prove` checks, for every notebook (00 is set-up: it has no exercise)."""
-    assert grading.prove(stem, released, artifacts_dir=blank_artifacts) == []
-
-
-def test_the_blank_release_earns_no_rubric_criterion(released, blank_artifacts):
-    """The blank notebooks, run in order (above, or here when this test runs alone), saved every milestone's
-    artifacts with raglab's stand-ins: the rubric fails every criterion, each for the stage raglab made."""
-    if not (blank_artifacts / "results.json").exists():
-        for path in grading.notebooks(released):
-            grading.prove(path.stem, released, artifacts_dir=blank_artifacts)
-    results = rubric.check(blank_artifacts)
-    assert len(results) == len(criteria.CRITERIA) and not any(r.passed for r in results)
-    assert sum("is not yours" in r.why for r in results) == len(results), [r.why for r in results if "is not yours" not in r.why]
+def test_the_blank_release_of_a_milestone_fails_every_self_check_and_still_runs(released, tmp_path):
+    """What `raglab release --prove` checks, on milestone 1; every other notebook's blank release is graded in the
+    whole-course class below (nothing earned, every notebook ran)."""
+    assert grading.prove("01_ingest_and_chunking", released, artifacts_dir=tmp_path) == []
 
 
 # ---------------------------------------------------------------- a simulated class (slow)
@@ -506,22 +491,24 @@ def mrr_at_k(ranked_docs, relevant_docs, k=10):
 
 
 @pytest.mark.slow
-def test_the_whole_course_grades_each_archetype(tmp_path):
-    """All eight milestones for two archetypes: complete, and an edge-case bug in every code exercise (two students
-    at a time). The blank release, half the milestones done and copies of raglab are graded in the simulated class
-    above (milestones 1 and 4); the blank release of every notebook is proven above, and every exercise's hidden
-    tests fail raglab's own function (test_hidden_tests_pass_the_solution_and_fail_raglabs_own_function)."""
+def test_the_whole_course_grades_the_complete_and_the_blank_submission(tmp_path):
+    """All eight milestones for two students, two at a time: the solutions, and the blank release handed in
+    unchanged (every notebook must still run, and earn nothing: no self-check passes, no rubric criterion, each
+    for the stage raglab made). A bug in each code exercise, half the milestones done and copies of raglab are
+    graded in the simulated class above (milestones 1 and 4); every exercise's bug fails its hidden tests
+    (test_a_bug_in_each_code_exercise_fails_its_hidden_tests), and raglab's own function fails them too
+    (test_hidden_tests_pass_the_solution_and_fail_raglabs_own_function)."""
     stems = [p.stem for p in grading.notebooks() if p.stem[:2] != "00"]
     release_dir = grading.release(tmp_path / "course", only=stems)
     klass = tmp_path / "class"
     for stem in stems:
         _submit(release_dir, klass / "complete", stem)
-        _submit(release_dir, klass / "bugs", stem, BUGS[stem])
+        _hand_in_blank(release_dir, klass / "blank", stem)
     grades = {g.student: g for g in classroom.grade_class(klass, tmp_path / "grades", jobs=2)}   # two at a time
     print("\n" + grading.format_grades(list(grades.values())))
     for g in grades.values():
         print(g.student, "rubric failed:", [r.criterion for r in g.criteria if not r.passed])
-    complete, bugs = (grades[s] for s in ("complete", "bugs"))
+    complete, blank = (grades[s] for s in ("complete", "blank"))
     golden = "a golden set of the student's own passes the checks"          # nobody hands one in here
     assert [r.criterion for r in complete.criteria if not r.passed] == [golden]
     assert len(complete.criteria) == len(rubric.graded_criteria())            # the grading page's list
@@ -536,20 +523,42 @@ def test_the_whole_course_grades_each_archetype(tmp_path):
     assert complete.total[0] < points.PASS_MARK * complete.total[1] and complete.result == "to grade"
     assert set(complete.flags) == {"failure analysis copied from the reference solution",      # it is the reference
                                    "chunking choice copied from the reference solution"}
-    assert {c.notebook for c in bugs.checks if c.score < c.points and not c.by_hand} == set(stems)
-    assert complete.points[0] > bugs.points[0] > 0 and bugs.ran_ok == len(stems)
+    assert set(blank.ran.values()) == {cells.NOTHING_DONE} and len(blank.ran) == len(stems)    # no cell of ours failed
+    assert blank.points[0] == 0 and blank.by_hand[0] == 0 and blank.by_hand[2] == 0              # nothing to grade
+    assert blank.rubric_passed == 0 and len(blank.criteria) == len(complete.criteria)
+    assert all("is not yours" in r.why for r in blank.criteria if r.criterion != golden), \
+        [r.why for r in blank.criteria]                                         # each for the stage raglab made
+
+
+def _checked_by(stem: str, name: str) -> str:
+    """The self-check cell (hidden tests included) that follows the answer cell defining ``name`` in ``stem``."""
+    nb = nbformat.read(grading.notebooks()[0].parent / f"{stem}.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    at = next(i for i, src in enumerate(code) if cells.SOLUTION in src and re.search(rf"^def {name}\(|^{name} =", src, re.M))
+    return next(src for src in code[at + 1:] if cells.SELF_CHECK.match(src))
+
+
+@pytest.mark.parametrize("stem", list(BUGS))
+def test_a_bug_in_each_code_exercise_fails_its_hidden_tests(stem):
+    """Each exercise's edge-case bug (``BUGS``), run with its self-check alone: the check, hidden tests included,
+    fails it. (The simulated class shows two of them costing their points in the gradebook.)"""
+    for name, answer in BUGS[stem].items():
+        ns = {"__name__": "__main__"}
+        exec(compile(f"import raglab\nimport raglab as rl\n{answer}", f"<{stem} bug>", "exec"), ns)
+        with pytest.raises(AssertionError, match="FAIL"):
+            exec(compile(_checked_by(stem, name), f"<{stem} self-check>", "exec"), ns)
 
 
 # ---------------------------------------------------------------- prose graded by hand (slow)
 
 @pytest.fixture(scope="module")
 def graded_by_hand(tmp_path_factory):
-    """Milestone 7 handed in by two students (the solution's prose, and the blank), graded three times: before
+    """Milestone 1 handed in by two students (the solution's prose, and the blank), graded three times: before
     the instructor enters points, after, and after the student changed the answer."""
     base = tmp_path_factory.mktemp("byhand")
-    release_dir = grading.release(base / "course", only=["07_bakeoff"])
-    _submit(release_dir, base / "class" / "ada", "07_bakeoff")
-    _hand_in_blank(release_dir, base / "class" / "bo", "07_bakeoff")
+    release_dir = grading.release(base / "course", only=[M1])
+    _submit(release_dir, base / "class" / "ada", M1)
+    _hand_in_blank(release_dir, base / "class" / "bo", M1)
     out = base / "grades"
 
     def grade():
@@ -558,12 +567,12 @@ def graded_by_hand(tmp_path_factory):
             return {r["student"]: r for r in csv.DictReader(fh)}
 
     first = grade()
-    by_hand.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 2)
+    by_hand.enter_by_hand(out, "ada", M1, "01-by-hand-1", 2)
     entered = grade()
-    path = base / "class" / "ada" / "07_bakeoff.ipynb"
+    path = base / "class" / "ada" / f"{M1}.ipynb"
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if c.cell_type == "markdown" and cells.BY_HAND.match(c.source))
-    cell.source += "\n\nI also re-ran it with the reranker on the full docs."
+    cell.source += "\n\nI also tried 200-word windows: more of them ran over the limit."
     nbformat.write(nb, path)
     changed = grade()
     return out, first, entered, changed
@@ -572,21 +581,21 @@ def graded_by_hand(tmp_path_factory):
 def test_prose_is_to_grade_until_the_instructor_enters_points(graded_by_hand):
     out, first, entered, changed = graded_by_hand
     ada, bo = first["ada"], first["bo"]
-    # milestone 7 holds two prose answers: why this chunking (07-by-hand-1) and the questions about the idea
-    assert ada["07 07-by-hand-1"] == "to grade" and ada["to grade"] == "2" and ada["by-hand points"] == "0.0"
-    hand_max = sum(a.points for a in points.by_hand_answers(grading.notebooks()[0].parent / "07_bakeoff.ipynb"))
+    # milestone 1 holds one prose answer (01-by-hand-1, four questions of a point each)
+    assert ada["01 01-by-hand-1"] == "to grade" and ada["to grade"] == "1" and ada["by-hand points"] == "0.0"
+    hand_max = sum(a.points for a in points.by_hand_answers(grading.notebooks()[0].parent / f"{M1}.ipynb"))
     assert float(ada["by-hand max"]) == hand_max and float(ada["autograder points"]) == float(ada["autograder max"])
-    assert bo["07 07-by-hand-1"] == "0.0" and bo["to grade"] == "0"            # nothing written: nothing to grade
-    assert entered["ada"]["07 07-by-hand-1"] == "2.0" and entered["ada"]["by-hand points"] == "2.0"
-    assert entered["ada"]["to grade"] == "1"                                    # kept across the re-grade; one left
-    assert changed["ada"]["07 07-by-hand-1"] == "to grade"                      # a changed answer is graded again
+    assert bo["01 01-by-hand-1"] == "0.0" and bo["to grade"] == "0"            # nothing written: nothing to grade
+    assert entered["ada"]["01 01-by-hand-1"] == "2.0" and entered["ada"]["by-hand points"] == "2.0"
+    assert entered["ada"]["to grade"] == "0"                                    # kept across the re-grade
+    assert changed["ada"]["01 01-by-hand-1"] == "to grade"                      # a changed answer is graded again
     assert "waiting for the instructor" in (out / "feedback" / "ada.html").read_text()      # the last run's page
 
 
 def test_points_outside_the_cells_range_are_refused(graded_by_hand):
     out = graded_by_hand[0]
-    with pytest.raises(ValueError, match="outside 0..3"):
-        by_hand.enter_by_hand(out, "ada", "07_bakeoff", "07-by-hand-1", 4)
+    with pytest.raises(ValueError, match="outside 0..4"):
+        by_hand.enter_by_hand(out, "ada", M1, "01-by-hand-1", 5)
 
 
 def test_the_feedback_page_in_chromium(graded, tmp_path):

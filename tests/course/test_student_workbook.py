@@ -1,5 +1,5 @@
-"""The whole course on a folder of a student's own, as a student sets it up in Jupyter, from a new install of the
-student bundle: every numbered notebook (completed) copied into a folder outside the bundle, beside a
+"""The course on a folder of a student's own, as a student sets it up in Jupyter, from a new install of the
+student bundle: the numbered notebooks from 00 to the bake-off (completed) copied into a folder outside the bundle, beside a
 ``golden.jsonl`` the student wrote for the folder (no environment variable) and a ``settings.toml`` naming the
 folder (``use_settings``, what notebook 00 shows), run in order by the main job in the bundle's new environment,
 with its working folder empty (every corpus extracted, embedded and indexed on the way).
@@ -8,10 +8,14 @@ The folder is ``evals/capstone_folder``: the user guide of a fictional command-l
 set, written for the course (not the Python docs). Checked:
 
 - every notebook runs to its end from outside the bundle's ``notebooks/`` with the installed wheel (the main job
-  stops at a cell that fails), and every rubric criterion passes;
+  stops at a cell that fails), and every rubric criterion of those notebooks passes;
 - each milestone that reads a golden set prints, near its top, that it runs on the folder with the student's set;
 - every artifact that records what it read names the folder (and its content hash) and that set; no artifact made
   before milestone 6 read a test question, and milestone 6's scoreboard holds exactly the test questions.
+
+The chunking lab and milestone 8 are left out to keep the test command's time: on a cold install they are the
+two slowest notebooks (six chunkings embedded, the local model answering every question), and they find the
+folder and the set through the same functions as the notebooks run here (``golden_in_use``).
 """
 import json
 import shutil
@@ -19,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from raglab.course import artifacts, bundle, grading
+from raglab.course import artifacts, bundle, grading, rubric
 from raglab.course.criteria import CHOOSING_SECTIONS
 from raglab.course.golden_in_use import use_settings
 
-READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation", "07_bakeoff",
-                        "07_chunking_lab", "08_stretch_experiments"]
+READS_THE_GOLDEN_SET = ["02_dense_and_bm25", "03_hybrid_rrf_rerank", "04_cited_answers", "06_evaluation", "07_bakeoff"]
+LEFT_OUT = ("07_chunking_lab", "08_stretch_experiments")
 RUN = "import sys; from raglab.course.workbook import run_workbook; sys.exit(0 if run_workbook(out=sys.argv[1], folder=sys.argv[2]) else 3)"
 
 
@@ -40,7 +44,8 @@ def test_every_milestone_runs_on_a_folder_and_golden_set_of_the_students_own(ins
     folder = installed.top / "evals" / "capstone_folder"              # the bundle's copy of it
     notebooks = tmp_path / "my-course"                                  # outside the bundle
     notebooks.mkdir()
-    for path in grading.notebooks():
+    ran_here = [path for path in grading.notebooks() if path.stem not in LEFT_OUT]
+    for path in ran_here:
         shutil.copy(path, notebooks)
     mine = Path(shutil.copy(folder / "golden.jsonl", notebooks / "golden.jsonl"))
     use_settings(corpus=folder / "pages", folder=notebooks)
@@ -73,4 +78,6 @@ def test_every_milestone_runs_on_a_folder_and_golden_set_of_the_students_own(ins
         assert read["split"] == "dev" and not test_ids & set(read["ids"]), name
     board = json.loads((artifacts_dir / "m6_scoreboard.json").read_text())
     assert {q["id"] for q in board["questions"]} == test_ids
-    assert ran.returncode == 0, (artifacts_dir / "rubric.md").read_text()      # every criterion reads the folder
+    failed = [f"{r.criterion}: {r.why}" for r in rubric.check(artifacts_dir, notebooks=[p.stem for p in ran_here])
+              if not r.passed]
+    assert failed == [], failed                                                 # every criterion reads the folder
