@@ -50,7 +50,7 @@ def extract_archive(archive: Path, dest: Path, sha256: str | None = None) -> Pat
     with atomic_dir(dest) as tmp:
         try:
             with tarfile.open(archive, "r:*") as tar:
-                tar.extractall(tmp / "x", filter="data")
+                _extract_data(tar, tmp / "x")
         except (tarfile.TarError, EOFError, OSError) as exc:
             raise CorpusError(f"{archive}: cannot extract ({exc})") from exc
         entries = list((tmp / "x").iterdir())
@@ -60,6 +60,20 @@ def extract_archive(archive: Path, dest: Path, sha256: str | None = None) -> Pat
             item.rename(tmp / item.name)
         shutil.rmtree(tmp / "x")
     return dest
+
+
+def _extract_data(tar: tarfile.TarFile, where: Path) -> None:
+    """Extract with tarfile's ``"data"`` filter (no absolute paths, nothing outside ``where``, no devices). Python
+    3.11.0 to 3.11.3 (Debian 12's Python is 3.11.2) lack the filter: there only plain files and folders that stay
+    inside ``where`` are extracted, and any other member is refused by name."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(where, filter="data")
+        return
+    root = where.resolve()
+    for member in tar.getmembers():
+        if not (member.isfile() or member.isdir()) or not (root / member.name).resolve().is_relative_to(root):
+            raise tarfile.TarError(f"{member.name}: not a plain file or folder inside the archive")
+    tar.extractall(where)
 
 
 def python_docs_dir(version: str = BUNDLED_VERSION) -> Path:

@@ -413,3 +413,34 @@ def test_every_invisible_format_character_is_removed():
     assert remove_hidden("a" + fmt + "b", ".txt") == "ab"
     assert remove_hidden("".join(chr(c) for c in sorted(visible)), ".txt") == "".join(chr(c) for c in sorted(visible))
     assert remove_hidden("naïve 日本 café — ok", ".md") == "naïve 日本 café — ok"
+
+
+def _archive(path: Path, members: dict[str, bytes], link: str | None = None) -> Path:
+    """A small .tar.xz of ``members`` (name -> bytes), and a symlink member named ``link`` when given."""
+    import io
+    import tarfile
+    with tarfile.open(path, "w:xz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link:
+            info = tarfile.TarInfo(link)
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+    return path
+
+
+@pytest.mark.parametrize("with_filter", [True, False], ids=["python 3.11.4 and later", "python 3.11.0 to 3.11.3"])
+def test_an_archive_extracts_with_or_without_tarfiles_data_filter(tmp_path, monkeypatch, with_filter):
+    from raglab.infra.python_docs import extract_archive
+    if not with_filter:
+        monkeypatch.delattr("tarfile.data_filter", raising=False)       # as on Debian 12's Python 3.11.2
+    good = _archive(tmp_path / "good.tar.xz", {"docs/library/a.txt": b"A page.", "docs/b.txt": b"B."})
+    dest = extract_archive(good, tmp_path / "pages")
+    assert (dest / "library" / "a.txt").read_text() == "A page." and (dest / "b.txt").read_text() == "B."
+    for bad in (_archive(tmp_path / "up.tar.xz", {"../outside.txt": b"x"}),
+                _archive(tmp_path / "link.tar.xz", {"docs/a.txt": b"x"}, link="docs/passwd")):
+        with pytest.raises(CorpusError, match="cannot extract"):
+            extract_archive(bad, tmp_path / "refused")
+        assert not (tmp_path / "refused").exists() and not (tmp_path / "outside.txt").exists()
