@@ -239,7 +239,7 @@ def chunk_document(doc: Document, settings: ChunkSettings = ChunkSettings(), win
                              "embed= (e.g. raglab.Embedder().encode)")
         if UNITS.get(s.strategy) == "tokens" and tokenizer is None:
             raise ValueError(f"the {s.strategy} strategy counts the model's tokens: pass tokenizer= "
-                             "(e.g. raglab.load_tokenizer())")
+                             "(e.g. raglab.infra.tokenizer.load_tokenizer())")
         spans, mark = spans_of(doc.text, s, windows, embed, tokenizer), MARKS.get(s.strategy, "x")
         pieces = [(f"{doc.id}#{mark}{n}", a, b, heading_at(sections, a)) for n, (a, b) in enumerate(spans)]
     chunks = []

@@ -3,12 +3,7 @@ query rewriting (``rewrite``), long context instead of retrieval (``longcontext`
 per answer (``cost``), chunk size against the model's limit (``chunksize``), and the retriever trained
 on the docs themselves (``training``)."""
 
-import importlib as _importlib
-from pathlib import Path as _Path
+from raglab.base.submodules import lazy_submodules as _lazy
 
+__getattr__ = _lazy(__name__, __file__)   # ``rl.experiments.<module>`` loads on first use
 
-def __getattr__(name: str):
-    """Submodules load on first use (``rl.experiments.cost`` after ``import raglab as rl``)."""
-    if (_Path(__file__).parent / f"{name}.py").exists():
-        return _importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,7 +51,9 @@ def _doc_bm25(docs):
     return _BM25_CACHE[key]
 
 
-def _allowed(doc, user) -> bool:
+def may_read(doc, user) -> bool:
+    """Whether ``user`` (a list of groups, or None for the public) may read ``doc``: public pages, or a group in
+    common."""
     return bool(set(doc.access) & ({PUBLIC} | set(user or ())))
 
 
@@ -59,7 +61,7 @@ def rank_documents(question: str, docs, user: tuple[str, ...] | None = None) -> 
     """``(document, BM25 score)`` for every page this user may read, best first (ties and zero scores keep
     corpus order). Scores come from BM25 over the whole corpus; pages the user may not read are never scored."""
     bm = _doc_bm25(list(docs))
-    mask = np.array([_allowed(d, user) for d in docs], dtype=bool)
+    mask = np.array([may_read(d, user) for d in docs], dtype=bool)
     scores = bm.scores(question, None if mask.all() else mask)
     order = [int(i) for i in np.argsort(-scores, kind="stable") if mask[i]]
     return [(docs[i], float(scores[i])) for i in order]

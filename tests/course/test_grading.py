@@ -148,7 +148,7 @@ def test_own_work_catches_the_library_function_a_wrapper_and_a_renamed_call():
 
     ns = {"__name__": "__main__", "rl": rl, "renamed": renamed}
     exec("def wrapper(r, k=60):\n    return rl.rrf(r, k)\n"
-         "def hidden(r, k=60):\n    f = getattr(rl.fusion, 'rr' + 'f')\n    return f(r, k)\n"
+         "def hidden(r, k=60):\n    f = getattr(rl.book.fusion, 'rr' + 'f')\n    return f(r, k)\n"
          "def via_name(r, k=60):\n    return renamed(r, k)\n"
          "def helper(r, k):\n    return renamed(r, k)\n"
          "def two_deep(r, k=60):\n    return helper(r, k)\n"
@@ -255,8 +255,8 @@ def invalid_citations(answer, n_sources):
 COPIES_THE_CHUNKER = """def chunk_words(words, size=150, overlap=30):
     \"\"\"raglab's windows, called directly.\"\"\"
     text = " ".join(words)
-    nth = {start: n for n, (start, _) in enumerate(rl.chunkers.word_positions(text))}
-    return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.chunkers.word_spans(text, size, overlap)]"""
+    nth = {start: n for n, (start, _) in enumerate(rl.book.chunkers.word_positions(text))}
+    return [words[nth[a]:nth[a] + len(text[a:b].split())] for a, b in rl.book.chunkers.word_spans(text, size, overlap)]"""
 
 WRAPS_THE_CHECK = """from raglab.book.citations import parse_citations as find_markers
 
@@ -483,7 +483,7 @@ def mrr_at_k(ranked_docs, relevant_docs, k=10):
     return best["chunking"], best["retriever"]"""},
     "07_chunking_lab": {"my_chunker": """def my_chunker(text, limit=256):
     \"\"\"Whole paragraphs, never cut: a long one is over the model's limit.\"\"\"
-    return list(rl.text.paragraphs(text, 0, len(text)))"""},
+    return list(rl.base.text.paragraphs(text, 0, len(text)))"""},
     "08_stretch_experiments": {"cost_per_answer": """def cost_per_answer(prompt_tokens, completion_tokens, price_in_per_m, price_out_per_m):
     \"\"\"Prices per thousand tokens.\"\"\"
     return (prompt_tokens * price_in_per_m + completion_tokens * price_out_per_m) / 1_000"""},

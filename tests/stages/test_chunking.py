@@ -133,7 +133,7 @@ def _ids_digest(code: str) -> str:
 
 
 def test_ids_are_stable_across_runs_and_processes(python_docs):
-    code = ("import hashlib; from raglab import load_corpus, chunk_corpus, ChunkSettings, load_tokenizer;"
+    code = ("import hashlib; from raglab import load_corpus, chunk_corpus, ChunkSettings; from raglab.infra.tokenizer import load_tokenizer;"
             "docs = load_corpus('python-docs'); tok = load_tokenizer();"
             "print(hashlib.sha256('|'.join(c.id + str(c.start) + str(c.end) for s in "
             f"{WITHOUT_MODEL!r} for c in chunk_corpus(docs, ChunkSettings(s), tokenizer=tok)).encode()).hexdigest())")

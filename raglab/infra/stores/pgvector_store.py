@@ -312,7 +312,7 @@ class PgVectorStore:
         return [Chunk(cid, doc, tuple(json.loads(heading)), start, end, text, indexed, tuple(access), strategy)
                 for cid, doc, access, heading, start, end, text, indexed, strategy in rows]
 
-    def _sql(self, groups: Iterable[str] | None) -> str:
+    def search_sql(self, groups: Iterable[str] | None) -> str:
         """The search query (parameters: query vector, [groups], k)."""
         where = "" if groups is None else " WHERE access && %s::text[]"
         scored = f"SELECT id, embedding <=> %s AS distance FROM {self.table}{where}"
@@ -321,7 +321,7 @@ class PgVectorStore:
         return (f"WITH relaxed AS MATERIALIZED ({scored} ORDER BY distance LIMIT %s) "
                 "SELECT id, distance FROM relaxed ORDER BY distance, id")
 
-    def _run(self, prefix: str, query: np.ndarray, k: int, groups: Iterable[str] | None) -> list[tuple]:
+    def run_search(self, prefix: str, query: np.ndarray, k: int, groups: Iterable[str] | None) -> list[tuple]:
         """Run the search query (after ``prefix``, e.g. ``EXPLAIN``) with the session settings it needs."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dim:
@@ -331,21 +331,21 @@ class PgVectorStore:
         groups = None if groups is None else list(groups)
         params = (q, int(k)) if groups is None else (q, groups, int(k))
         if not self.hnsw:
-            return self.conn.execute(prefix + self._sql(groups), params).fetchall()
+            return self.conn.execute(prefix + self.search_sql(groups), params).fetchall()
         with self.conn.transaction():
             self.conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(self.ef_search, int(k)), 1000)}")
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            return self.conn.execute(prefix + self._sql(groups), params).fetchall()
+            return self.conn.execute(prefix + self.search_sql(groups), params).fetchall()
 
     def search(self, query: np.ndarray, k: int, groups: Iterable[str] | None = None) -> list[tuple[str, float]]:
         """The ``k`` best ``(chunk id, cosine similarity)`` pairs, best first, among rows any of ``groups`` may see."""
         if k <= 0:
             return []
-        return [(cid, 1.0 - float(d)) for cid, d in self._run("", query, k, groups)]
+        return [(cid, 1.0 - float(d)) for cid, d in self.run_search("", query, k, groups)]
 
     def explain(self, query: np.ndarray, k: int, groups: Iterable[str] | None = None) -> str:
         """The plan PostgreSQL picks for ``search(query, k, groups)`` (``EXPLAIN``, vector elided)."""
-        plan = "\n".join(r[0] for r in self._run("EXPLAIN ", query, max(k, 1), groups))
+        plan = "\n".join(r[0] for r in self.run_search("EXPLAIN ", query, max(k, 1), groups))
         return re.sub(r"'\[[^\]]*\]'::vector", "'[...]'::vector", plan)
 
     def uses_hnsw(self, query: np.ndarray, k: int, groups: Iterable[str] | None = None) -> bool:
