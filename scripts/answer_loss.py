@@ -45,7 +45,7 @@ import numpy as np
 
 from raglab.infra.assemble import build_assistant
 from raglab.evaluation.golden import golden_file, load_golden, user_for
-from raglab.evaluation.metrics import evidence_recall, facts_present, normalize
+from raglab.evaluation.metrics import evidence_recall, facts_present, normalize_answer
 from raglab.base.files import atomic_open
 from raglab.answerer.quotes import quotables
 from raglab.guards.widening import source_at
@@ -96,12 +96,12 @@ def stage_of(assistant, q) -> dict:
         for s in read:
             qs = quotables(s, gen.sentence_cap)
             flags = judged([x.plain for x in qs], [x.follows for x in qs], gen.detector, s.before, s.after, s.script)
-            flagged += [f for x, f in zip(qs, flags) if f and any(normalize(fact) in normalize(said(x)) for fact in q.facts)]
+            flagged += [f for x, f in zip(qs, flags) if f and any(normalize_answer(fact) in normalize_answer(said(x)) for fact in q.facts)]
         layer = flagged[0] if flagged else "short or repeated"
         return row | {"stage": "removed", "layer": layer}
     sel = gen.selection(q.question, sources)
     cos = sel["cos"]
-    holding = [i for i, c in enumerate(candidates) if any(normalize(f) in normalize(said(c)) for f in q.facts)]
+    holding = [i for i, c in enumerate(candidates) if any(normalize_answer(f) in normalize_answer(said(c)) for f in q.facts)]
     row |= {"best cosine": round(float(cos[0].max()), 4),
             "holding cosine": round(float(max(cos[:, i].max() for i in holding)), 4) if holding else None}
     if sel["refusal"]:

@@ -52,7 +52,7 @@ def suite_texts() -> dict[str, str]:
 def snapshot(detector: bool) -> dict:
     from raglab.base.text import sentences
     from raglab.guards.contacts import contact_points
-    from raglab.guards.injection import instruction_like, normalize
+    from raglab.guards.injection import instruction_like, rule_text
     from raglab.infra.corpus import load_corpus
 
     out: dict = {"corpora": {}, "corpus_rule": {}, "suites": {}}
@@ -72,7 +72,7 @@ def snapshot(detector: bool) -> dict:
         det = InjectionDetector()
         flags = dict(zip(texts, det.flags(list(texts.values()))))
     for key, text in texts.items():
-        out["suites"][key] = {"rule": instruction_like(text), "normalized": digest(normalize(text)),
+        out["suites"][key] = {"rule": instruction_like(text), "normalized": digest(rule_text(text)),
                               "contacts": contact_points(text), **({"detector": flags[key]} if detector else {})}
     return out
 

@@ -123,7 +123,7 @@ _INVISIBLE = re.compile(
 def remove_invisible(text: str) -> str:
     """Drop the characters a reader never sees: the one rule for invisible characters, used when a
     corpus is loaded (``raglab.base.corpus_files.remove_hidden``) and when the injection rule reads a
-    sentence (``raglab.guards.injection.normalize``).
+    sentence (``raglab.guards.injection.rule_text``).
 
     Dropped: every Unicode format character (category Cf: zero-width space, non-joiner and joiner,
     word joiner, BOM, soft hyphen, bidi controls, tag characters, ...) except the prepended

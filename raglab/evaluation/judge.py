@@ -286,7 +286,7 @@ class CitedChunk:
 
 
 @dataclass(frozen=True)
-class CitationCheck:
+class HandCheckedAnswer:
     """One answer's citations checked by hand: each cited sentence, the chunk it cites, supported or not."""
 
     item: str
@@ -301,7 +301,7 @@ class CitationCheck:
         return all(s["supported"] for s in self.sentences)
 
 
-def load_citation_checks(path: str | Path = CITATION_CHECKS_FILE) -> list[CitationCheck]:
+def load_citation_checks(path: str | Path = CITATION_CHECKS_FILE) -> list[HandCheckedAnswer]:
     """The hand-checked citations; every sentence cites a chunk of its answer and says ``supported`` true or false."""
     checks = []
     for where, rec in _read_jsonl(path, ("item", "question_id", "answer", "citations", "sentences")):
@@ -310,11 +310,11 @@ def load_citation_checks(path: str | Path = CITATION_CHECKS_FILE) -> list[Citati
         for s in rec["sentences"]:
             if not isinstance(s.get("supported"), bool) or not s.get("why") or not set(s.get("cites", [])) <= numbers:
                 raise ValueError(f"{where}: each sentence needs 'supported' (true/false), 'why' and 'cites' among the citations")
-        checks.append(CitationCheck(rec["item"], rec["question_id"], rec["answer"], cited, tuple(rec["sentences"])))
+        checks.append(HandCheckedAnswer(rec["item"], rec["question_id"], rec["answer"], cited, tuple(rec["sentences"])))
     return checks
 
 
-def citation_agreement(checks: list[CitationCheck], questions: list[Question] | str | Path = "python-docs") -> dict:
+def citation_agreement(checks: list[HandCheckedAnswer], questions: list[Question] | str | Path = "python-docs") -> dict:
     """The scoreboard's automatic ``citation_support`` (a cited chunk holds the question's golden evidence)
     against the hand check (every cited sentence is supported by its chunk), answer by answer."""
     questions = load_golden(project_set(questions)) if isinstance(questions, (str, Path)) else questions

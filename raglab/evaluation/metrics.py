@@ -74,10 +74,10 @@ def first_relevant_rr(chunks: list[Chunk], question: Question, k: int = 10) -> f
     return reciprocal_rank([c.id for c in chunks], {c.id for c in chunks[:k] if any(supports(c, e) for e in question.evidence)}, k)
 
 
-def normalize(text: str) -> str:
+def normalize_answer(text: str) -> str:
     """Lowercase, quotes and backticks dropped, whitespace folded: the form facts are compared in.
 
-    >>> normalize('Use  "json.dumps()" ')
+    >>> normalize_answer('Use  "json.dumps()" ')
     'use json.dumps()'
     """
     return fold(re.sub(r"[\"'`*]", "", text.lower()))
@@ -85,8 +85,8 @@ def normalize(text: str) -> str:
 
 def facts_present(answer: str, facts: tuple[str, ...]) -> bool:
     """Every required fact occurs in the answer (normalized)."""
-    a = normalize(answer)
-    return all(normalize(f) in a for f in facts)
+    a = normalize_answer(answer)
+    return all(normalize_answer(f) in a for f in facts)
 
 
 def answer_correct(q: Question, answer) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 from raglab.base import config
 from raglab.base.files import atomic_open, jsonl_records
 from raglab.infra.embedder import Embedder
-from raglab.guards.injection import instruction_like, normalize
+from raglab.guards.injection import instruction_like, rule_text
 from raglab.guards.ngrams import HASH_BITS, NGRAMS, ngram_features
 
 RESOURCES = Path(__file__).parents[1] / "resources"
@@ -94,7 +94,7 @@ class InjectionDetector:
         self._scores_id: tuple[str, int] | None = None   # (cache id, id of the weights it names): see ``scores``
 
     def _vectors(self, sentences: list[str]) -> np.ndarray:
-        return self.embedder.encode([normalize(s) or s for s in sentences], progress=False)
+        return self.embedder.encode([rule_text(s) or s for s in sentences], progress=False)
 
     def fingerprint(self) -> str:
         """What the weights depend on: the training files, the model, ``C`` and the n-gram hashing."""
@@ -216,10 +216,10 @@ def _file_digests(files: tuple[str, ...]) -> bytes:
     return b"".join(hashlib.sha256((RESOURCES / name).read_bytes()).digest() for name in files)
 
 
-# what a cached score depends on besides the weights: the code that decides it (``normalize``, the n-gram
+# what a cached score depends on besides the weights: the code that decides it (``rule_text``, the n-gram
 # hashing, ``parts``), in the modules that hold it
 _CODE = hashlib.sha256(b"".join(Path(inspect.getsourcefile(f)).read_bytes()
-                                for f in (normalize, ngram_features, parts))).hexdigest()[:12]
+                                for f in (rule_text, ngram_features, parts))).hexdigest()[:12]
 
 
 class RuleOnly:

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from raglab.guards.injection import normalize
+from raglab.guards.injection import rule_text
 
 HASH_BITS = 18                                  # each n-gram family hashed into 2**18 columns
 NGRAMS = (("char_wb", (2, 5)), ("word", (1, 2)))
@@ -48,7 +48,7 @@ def ngram_features(sentences: list[str]):
     each family L2-normalized: a sparse matrix with ``2 * 2**HASH_BITS`` columns (no vocabulary to keep).
 
     Exactly scikit-learn's ``HashingVectorizer(analyzer=..., ngram_range=..., n_features=2**HASH_BITS,
-    alternate_sign=False, preprocessor=normalize)`` per family (tested against it): an n-gram's column is
+    alternate_sign=False, preprocessor=rule_text)`` per family (tested against it): an n-gram's column is
     its signed 32-bit MurmurHash3 (seed 0) in absolute value modulo the columns, counted, each row divided
     by its length. Written here with ``mmh3`` so that a cold start does not import scikit-learn."""
     import mmh3
@@ -60,7 +60,7 @@ def ngram_features(sentences: list[str]):
         grams = char_wb_ngrams if analyzer == "char_wb" else word_ngrams
         rows, cols = [], []
         for r, sentence in enumerate(sentences):
-            hashed = [abs(mmh3.hash(g.encode("utf-8"), 0)) % columns for g in grams(normalize(sentence), lo, hi)]
+            hashed = [abs(mmh3.hash(g.encode("utf-8"), 0)) % columns for g in grams(rule_text(sentence), lo, hi)]
             cols += hashed
             rows += [r] * len(hashed)
         m = csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(sentences), columns))

@@ -14,7 +14,7 @@ from raglab.book.documents import Document
 from raglab.infra.corpus import load_corpus
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.book.prompt import Source, build_messages
-from raglab.guards.injection import instruction_like, normalize, visible_text
+from raglab.guards.injection import instruction_like, rule_text, visible_text
 from raglab.guards.widening import whole_sentences
 from raglab.evaluation.injection_report import AROUND, extractive_quotes, page, quoted
 from raglab.guards.widening import page_script, source_at
@@ -98,7 +98,7 @@ def test_each_rule_holds_its_cue_wherever_it_fires(helpcenter):
     """The quick cue test (``_CUES``) never hides a sentence its rule would flag."""
     from raglab.guards.injection import _CUES, _INJECTION_RULES
 
-    texts = [normalize(r["text"]) for r in KNOWN] + [normalize(s) for d in helpcenter for s in sentences(d.text, 10**9)]
+    texts = [rule_text(r["text"]) for r in KNOWN] + [rule_text(s) for d in helpcenter for s in sentences(d.text, 10**9)]
     for name, rule in _INJECTION_RULES.items():
         assert all(_CUES[name].search(t) for t in texts if rule.search(t)), name
 

@@ -351,7 +351,7 @@ def test_the_ngram_features_are_scikit_learns_hashing_vectorizer():
     from scipy.sparse import hstack
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    from raglab.guards.injection import normalize
+    from raglab.guards.injection import rule_text
     from raglab.guards.ngrams import HASH_BITS, NGRAMS, ngram_features
 
     folder = Path(__file__).resolve().parents[2] / "raglab" / "resources"
@@ -359,7 +359,7 @@ def test_the_ngram_features_are_scikit_learns_hashing_vectorizer():
                  for line in (folder / name).read_text(encoding="utf-8").splitlines()[:1500]]
     sentences += ["", "   ", "a", "Ü ß ǅ ﬁ", "x\ty\n\nz", "中文句子没有空格", "emoji 🙂 here", "ab  c d"]
     want = hstack([HashingVectorizer(analyzer=a, ngram_range=n, n_features=2 ** HASH_BITS, alternate_sign=False,
-                                     preprocessor=normalize).transform(sentences) for a, n in NGRAMS]).tocsr()
+                                     preprocessor=rule_text).transform(sentences) for a, n in NGRAMS]).tocsr()
     got = ngram_features(sentences)
     want.sort_indices()
     got.sort_indices()
