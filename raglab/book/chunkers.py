@@ -2,7 +2,7 @@
 
 Each is a plain function of the text and its window (size, overlap), looked up by name in
 ``raglab.book.chunking``. The strategies that need the embedding model (tokens, recursive, semantic: sized in
-its tokens or measured with its vectors) are ``raglab.infra.model_chunkers``'.
+its tokens or measured with its vectors) are ``raglab.book.model_chunkers``'.
 
 - words: a sliding word window (the course's ``chunk_text``): ``word_spans``
 - chars, large: a character window ended on a paragraph, sentence or word end: ``char_spans``

@@ -12,7 +12,7 @@ Every ``Chunk`` keeps its document id, heading path and character offsets, so
 reST underline rules blanked and whitespace folded, optionally after a contextual prefix. Here: the
 record, its settings, the one registry of strategies (raglab's eight, a learner's by
 ``register_chunker``) and the ids, which depend only on the text and the settings. How each strategy
-cuts: ``raglab.book.chunkers`` (and ``raglab.infra.model_chunkers``, for those that need the model).
+cuts: ``raglab.book.chunkers`` (and ``raglab.book.model_chunkers``, for those that need the model).
 
 =========  ====================  ==============
 strategy   default size/overlap  id
@@ -38,6 +38,7 @@ from typing import Callable, Iterable
 from raglab.base.text import clean
 from raglab.book.chunkers import char_spans, checked_spans, pack, spans_of_windows, word_spans
 from raglab.book.documents import Document
+from raglab.book.model_chunkers import recursive_spans, semantic_spans, token_spans
 from raglab.book.sections import Section, heading_at, section_units, slugify, split_sections
 
 # bumped whenever the same settings cut a text differently (2: a short word such as "it." ends a sentence),
@@ -59,9 +60,6 @@ SEMANTIC_BREAKPOINT = 90
 PARENT_WORDS = 300
 # a learner's chunkers by name (``register_chunker``): text in, (start, end) spans out
 REGISTERED: dict[str, Callable] = {}
-# the strategies that need the model, by name: (settings, text, tokenizer, embed) -> spans; filled in by
-# ``raglab.infra.model_chunkers`` (the tokens, recursive and semantic strategies)
-MODEL_CUTTERS: dict[str, Callable] = {}
 
 
 @dataclass(frozen=True)
@@ -202,13 +200,15 @@ def spans_of(text: str, s: ChunkSettings, windows: Callable | None = None,
         return spans_of_windows(text, s.size, s.overlap, windows=windows)
     if s.strategy in REGISTERED:
         return checked_spans(s.strategy, REGISTERED[s.strategy], text)
-    if s.strategy == "words":
-        return word_spans(text, s.size, s.overlap)
-    if s.strategy in ("chars", "large"):
-        return char_spans(text, s.size, s.overlap)
-    if s.strategy not in MODEL_CUTTERS:
-        raise ValueError(f"the {s.strategy} strategy cuts with the model: import raglab.infra.model_chunkers")
-    return MODEL_CUTTERS[s.strategy](s, text, tokenizer, embed)
+    cutters = {   # raglab's window strategies (headings and parent cut whole sections: chunk_document)
+        "words": lambda: word_spans(text, s.size, s.overlap),
+        "chars": lambda: char_spans(text, s.size, s.overlap), "large": lambda: char_spans(text, s.size, s.overlap),
+        "tokens": lambda: token_spans(text, s.size, s.overlap, tokenizer),
+        "recursive": lambda: recursive_spans(text, s.size, s.overlap, tokenizer),
+        "semantic": lambda: semantic_spans(text, s.size, s.breakpoint, embed, tokenizer)}
+    if s.strategy not in cutters:
+        raise ValueError(f"the {s.strategy} strategy cuts whole sections: use chunk_document")
+    return cutters[s.strategy]()
 
 
 # ---------------------------------------------------------------- chunks

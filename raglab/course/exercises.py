@@ -27,9 +27,10 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import bm25, chunkers, chunking, citations, documents, embed, fusion, prompt, refusal, rerank, sections
+from raglab.book import (bm25, chunkers, chunking, citations, documents, embed, fusion, model_chunkers, prompt, refusal,
+                         rerank, sections)
 from raglab.base.text import sentence_spans
-from raglab.infra import corpora, index, model_chunkers, tokenizer
+from raglab.infra import corpora, index, tokenizer
 from raglab.infra.corpus import load_corpus
 from raglab.course import artifacts
 from raglab.evaluation import bakeoff, metrics, scoreboard, statistics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from raglab.book.chunking import DEFAULTS
-from raglab.infra.model_chunkers import token_spans
+from raglab.book.model_chunkers import token_spans
 from raglab.infra.packaged_models import minilm_path
 
 
@@ -28,5 +28,5 @@ def token_lengths(texts: list[str], tokenizer=None) -> list[int]:
 
 def model_windows(text: str) -> list[tuple[int, int]]:
     """A chunker of the learner's shape (a page's text in, ``(start, end)`` spans out): token windows of
-    the model's whole 256 tokens, overlapping by 32 (``raglab.infra.model_chunkers.token_spans``)."""
+    the model's whole 256 tokens, overlapping by 32 (``raglab.book.model_chunkers.token_spans``)."""
     return token_spans(text, *DEFAULTS["tokens"], load_tokenizer())

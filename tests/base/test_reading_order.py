@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "raglab" / "book"
-ORDER = ["documents", "sections", "chunkers", "chunking", "embed", "bm25", "fusion", "rerank", "retrieve", "prompt",
+ORDER = ["documents", "sections", "chunkers", "model_chunkers", "chunking", "embed", "bm25", "fusion", "rerank", "retrieve", "prompt",
          "citations", "llm", "refusal", "assistant"]
 BEGIN, END = "<!-- reading order: made by tests/base/test_reading_order.py -->", "<!-- end of the reading order -->"
 
@@ -39,3 +39,9 @@ def test_every_book_file_is_in_the_reading_order():
 
 def test_every_book_file_names_the_notebook_that_teaches_it():
     assert [name for name in ORDER if "| - |" in row(name)] == []
+
+
+def test_no_book_file_is_over_300_lines():
+    """A file a learner reads in one sitting, after the notebook that teaches it."""
+    long = {p.name: n for p in BOOK.glob("*.py") if (n := len(p.read_text().splitlines())) > 300}
+    assert long == {}

@@ -4,7 +4,7 @@ covered, the model's token limit), and the race that compares them."""
 import numpy as np
 import pytest
 
-from raglab.infra.model_chunkers import RECURSIVE_SEPARATORS
+from raglab.book.model_chunkers import RECURSIVE_SEPARATORS
 from raglab.book.chunking import (
     MODEL_TOKENS,
     REGISTERED,

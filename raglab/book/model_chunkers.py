@@ -1,13 +1,15 @@
-"""The strategies that need the embedding model: ``tokens`` and ``recursive`` are sized in its word-piece
-tokens (counting [CLS] and [SEP]: 256 is its whole window), ``semantic`` cuts where neighbouring sentences'
-vectors drift apart. Each is handed the model's tokenizer (and ``embed``): nothing is loaded here.
+"""The strategies that need the embedding model: sized in its tokens, or cut where its sentence vectors drift.
+
+``tokens`` and ``recursive`` are sized in MiniLM's word-piece tokens (counting [CLS] and [SEP]: 256 is its whole
+window); ``semantic`` cuts where neighbouring sentences' vectors drift apart. Each is handed the model's tokenizer
+(and ``embed``): nothing is loaded here.
 
 - tokens: windows of MiniLM word pieces, ended on a word end: ``token_spans``
 - recursive: paragraph, line, sentence, word separators (``langchain-text-splitters``): ``recursive_spans``
 - semantic: sentences grouped, cut where neighbours' vectors drift apart: ``semantic_spans``
 
-They join the one registry of strategies (``raglab.book.chunking.MODEL_CUTTERS``) when this module is
-imported, as ``raglab.infra.tokenizer`` does. Taught in notebook 07 (the chunking race).
+``raglab.book.chunking``'s table of strategies (``spans_of``) calls them. Taught in notebook 07 (the chunking
+race).
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import functools
 from typing import Callable
 
 from raglab.base.text import blank_rules, clean, paragraphs, sentence_ends
-from raglab.book.chunking import MODEL_CUTTERS
 
 # the recursive splitter's separators, coarsest first: paragraph, line, sentence, word, character
 RECURSIVE_SEPARATORS = ("\n\n", "\n", ". ", " ", "")
@@ -132,13 +133,3 @@ def semantic_spans(text: str, size: int, breakpoint: int, embed: Callable, token
         used += lengths[i]
     spans.append((start, pieces[-1][1]))
     return spans
-
-
-def _cut(s, text: str, tokenizer, embed) -> list[tuple[int, int]]:
-    """Cut ``text`` with the resolved settings ``s`` of one of this module's strategies."""
-    if s.strategy == "semantic":
-        return semantic_spans(text, s.size, s.breakpoint, embed, tokenizer)
-    return {"recursive": recursive_spans, "tokens": token_spans}[s.strategy](text, s.size, s.overlap, tokenizer)
-
-
-MODEL_CUTTERS.update(dict.fromkeys(("tokens", "recursive", "semantic"), _cut))
