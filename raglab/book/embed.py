@@ -50,3 +50,23 @@ def exact_search(query: np.ndarray, vectors: np.ndarray, k: int) -> list[tuple[i
     scores = vectors @ query
     order = np.lexsort((np.arange(len(scores)), -scores))[:k]
     return [(int(i), float(scores[i])) for i in order]
+
+
+class FunctionEmbedder:
+    """Any embedding function (a list of texts in, one vector a text out) as the retriever and the reranker call
+    an embedder: ``encode`` many texts, ``encode_query`` one, each row scaled to length 1.
+
+    >>> e = FunctionEmbedder(lambda texts: [[len(t), 0.0] for t in texts])
+    >>> e.encode_query("four")
+    array([1., 0.], dtype=float32)
+    """
+
+    def __init__(self, embed):
+        self.embed = embed
+
+    def encode(self, texts, progress: bool = False) -> np.ndarray:
+        return unit_vectors(np.asarray(self.embed(list(texts)), dtype=np.float32))
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+

@@ -27,8 +27,8 @@ import types
 from typing import Callable
 from unittest import mock
 
-from raglab.book import (bm25, chunkers, chunking, citations, documents, embed, fusion, model_chunkers, prompt, refusal,
-                         rerank, sections)
+from raglab.book import (bm25, chunkers, chunking, citations, documents, embed, fusion, memory_index, model_chunkers,
+                         prompt, refusal, rerank, sections)
 from raglab.base.text import sentence_spans
 from raglab.infra import corpora, index, tokenizer
 from raglab.infra.corpus import load_corpus
@@ -124,7 +124,7 @@ STAGES = {
     "prompt": ("04", "the prompt with numbered sources", (prompt.build_messages, prompt.render_sources)),
     "answer or refuse": ("04", "the two refusals", (citations.check_citations, citations.parse_citations,
                                                     refusal.is_refusal)),
-    "access rule": ("05", "the access rule", (index.access_mask, packing.may_read)),
+    "access rule": ("05", "the access rule", (memory_index.access_mask, packing.may_read)),
     "filtered query": ("05", "the access filter inside the vector query",
                        (PgVectorStore.search, PgVectorStore.search_sql, PgVectorStore.run_search)),
     "reindex plan": ("05", "the re-index plan", (index.document_changes, documents.Document)),

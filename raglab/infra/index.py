@@ -20,7 +20,7 @@ import numpy as np
 from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import CHUNKER_VERSION, Chunk, ChunkSettings, chunk_corpus, parent_chunks
-from raglab.book.documents import PUBLIC
+from raglab.book.memory_index import access_mask, rule_mask
 from raglab.infra.corpus import corpus_stats
 from raglab.infra.corpus import load_corpus
 from raglab.base.folder_access import folder_settings
@@ -118,33 +118,6 @@ class Index:
         """The same index, its rows filtered by ``rule`` (the seam where a learner's access rule is the
         filter FAISS's ID selector and BM25 receive)."""
         return replace(self, access_rule=rule)
-
-
-def rule_mask(chunks: list[Chunk], user: tuple[str, ...] | None, rule: Callable, memo: dict | None = None) -> np.ndarray:
-    """The row mask of the rows ``rule([each chunk's groups], the user's groups)`` returns."""
-    groups = frozenset(user or ())
-    if memo is not None and groups in memo:
-        return memo[groups]
-    rows = list(rule([c.access for c in chunks], set(groups)))
-    bad = [r for r in rows if not (isinstance(r, (int, np.integer)) and 0 <= r < len(chunks))]
-    if bad:
-        raise ValueError(f"the access rule returned {bad[0]!r}, not a row number from 0 to {len(chunks) - 1}")
-    mask = np.zeros(len(chunks), dtype=bool)
-    mask[rows] = True
-    if memo is not None:
-        memo[groups] = mask
-    return mask
-
-
-def access_mask(chunks: list[Chunk], user: tuple[str, ...] | None, memo: dict | None = None) -> np.ndarray:
-    """A boolean row mask: True where a chunk shares a group with the user (public always included)."""
-    groups = frozenset(user or ()) | {PUBLIC}
-    if memo is not None and groups in memo:
-        return memo[groups]
-    mask = np.array([bool(groups.intersection(c.access)) for c in chunks])
-    if memo is not None:
-        memo[groups] = mask
-    return mask
 
 
 def index_name(corpus: str, profile: str, settings: ChunkSettings, kind: str = "flat", model_id: str | None = None) -> str:

@@ -18,6 +18,7 @@ from raglab.base import config
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings, chunk_document
 from raglab.book.documents import PUBLIC
+from raglab.book.memory_index import access_mask
 from raglab.infra.corpus import load_corpus
 from raglab.infra.embedder import Embedder
 from raglab.infra.precision import resolve_precision
@@ -25,7 +26,6 @@ from raglab.base.files import crash_point
 from raglab.infra.index import (
     Index,
     IndexNotReady,
-    access_mask,
     document_changes,
     expected_manifest,
     index_name,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "raglab" / "book"
-ORDER = ["documents", "sections", "chunkers", "model_chunkers", "chunking", "embed", "bm25", "fusion", "rerank", "retrieve", "prompt",
+ORDER = ["documents", "sections", "chunkers", "model_chunkers", "chunking", "embed", "bm25", "memory_index", "fusion", "rerank", "retrieve", "prompt",
          "citations", "llm", "refusal", "assistant"]
 BEGIN, END = "<!-- reading order: made by tests/base/test_reading_order.py -->", "<!-- end of the reading order -->"
 

@@ -10,7 +10,7 @@ import pytest
 
 from raglab.book.chunkers import spans_of_windows, word_spans
 from raglab.book.chunking import ChunkSettings, chunk_corpus
-from raglab.infra.index import access_mask, rule_mask
+from raglab.book.memory_index import access_mask, rule_mask
 
 
 def course_windows(words, size=150, overlap=30):
