@@ -1,5 +1,6 @@
-"""Records shared by the stages: ``Hit``, one retrieved chunk, so that fusion, reranking, generation
-and evaluation can pass results around without importing an index."""
+"""Records shared by the stages: ``Hit``, one retrieved chunk, and ``Ranked``, the hits of one search with the
+evidence it saw, so that fusion, reranking, generation and evaluation can pass results around without importing
+an index."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,3 +22,19 @@ class Hit:
         if text is not None:
             d["text"] = text
         return d
+
+
+class Ranked(list):
+    """The hits of one search, best first (a list of ``Hit``), carrying the evidence the search saw on the way:
+    ``top_dense``, the best dense cosine among the rows the user may read (None when no dense search ran), which
+    an assistant without a reranker refuses on.
+
+    >>> hits = Ranked([Hit("a#1", "a", 0.03, 1)], top_dense=0.71)
+    >>> [h.id for h in hits], hits.top_dense
+    (['a#1'], 0.71)
+    """
+
+    def __init__(self, hits=(), top_dense: float | None = None):
+        super().__init__(hits)
+        self.top_dense = top_dense
+

@@ -92,17 +92,20 @@ class Assistant:
 
     def __init__(self, retriever, generator, threshold: float, k: int = 5,
                  refusal: str = REFUSAL, rerank: bool = True, guard=None,
-                 attribute: Callable[[str, list[Source]], str] | None = None, trace: Callable[[dict], None] | None = None):
+                 attribute: Callable[[str, list[Source]], str] | None = None, trace: Callable[[dict], None] | None = None,
+                 check: Callable[[str, list[Source]], CitationCheck] = check_citations):
         """``threshold``: the evidence strength below which it refuses (chosen on a dev split: ``raglab.book.refusal``);
         ``guard``: a ``raglab.guards.guard.Guard`` (None: sources are the chunks as retrieved, nothing hidden or
         checked beyond the citations); ``attribute``: cites an answer that has no valid citation (post-hoc);
-        ``trace``: called with one record per answer."""
+        ``trace``: called with one record per answer; ``check``: the verdict on an answer's citations, each of
+        which must name one of the sources (``raglab.book.citations.check_citations``; the course passes a
+        learner's)."""
         if rerank and retriever.reranker is None:
             raise ValueError("a reranking assistant needs a reranker (its top score is the evidence strength): "
                              "pass reranker= to Retriever, or rerank=False")
         self.retriever, self.generator, self.rerank, self.guard = retriever, generator, rerank, guard
         self.threshold, self.k, self.refusal = threshold, k, refusal
-        self.attribute, self.trace = attribute, trace
+        self.attribute, self.trace, self.check = attribute, trace, check
         self.answer_cache = None      # a raglab.infra.answer_cache.AnswerCache, when answers are served again (the API)
 
     @property
@@ -120,7 +123,7 @@ class Assistant:
         if self.rerank:
             return hits, evidence_strength(hits), []
         unknown = unknown_names(question, self.retriever.index.bm25.vocab)
-        return hits, dense_evidence(self.retriever.signals.get("top_dense", 0.0), unknown), unknown
+        return hits, dense_evidence(hits.top_dense or 0.0, unknown), unknown
 
     def sources(self, hits: list) -> list[Source]:
         """The numbered sources of these hits (the guard widens each to whole sentences)."""
@@ -128,10 +131,6 @@ class Assistant:
         if self.guard:
             return self.guard.sources(hits, index)
         return [Source(n, index.chunk(h.id)) for n, h in enumerate(hits, 1)]
-
-    def check(self, text: str, sources: list[Source]) -> CitationCheck:
-        """The verdict on an answer's citations: each must name one of the sources (``raglab.book.citations``)."""
-        return check_citations(text, sources)
 
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
         """Answer ``question`` for a user with these access groups (public is always included); with an

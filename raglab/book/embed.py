@@ -3,7 +3,7 @@
 A sentence-transformers model (the packaged all-MiniLM-L6-v2 by default) reads a text as tokens
 (``[CLS] text [SEP]``) and, through its transformer layers, gives every token a vector that depends on
 the tokens around it. The text's vector is the mean of its token vectors (mean pooling, padding left
-out: ``mean_pool``), divided by its length (normalising: ``unit_vectors``). On unit vectors the cosine
+out: ``mean_pool``), divided by its length (normalising: ``to_unit_length``). On unit vectors the cosine
 similarity of two texts is the dot product of their vectors,
 
     cos(q, d) = q . d / (|q| |d|) = q . d      when |q| = |d| = 1,
@@ -31,10 +31,10 @@ def mean_pool(token_vectors: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (token_vectors * m).sum(1) / m.sum(1).clip(1e-9)
 
 
-def unit_vectors(vectors: np.ndarray) -> np.ndarray:
+def to_unit_length(vectors: np.ndarray) -> np.ndarray:
     """Each row divided by its length: unit rows, whose dot product is their cosine.
 
-    >>> unit_vectors(np.array([[3.0, 4.0]], dtype=np.float32))
+    >>> to_unit_length(np.array([[3.0, 4.0]], dtype=np.float32))
     array([[0.6, 0.8]], dtype=float32)
     """
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-12)
@@ -65,7 +65,7 @@ class FunctionEmbedder:
         self.embed = embed
 
     def encode(self, texts, progress: bool = False) -> np.ndarray:
-        return unit_vectors(np.asarray(self.embed(list(texts)), dtype=np.float32))
+        return to_unit_length(np.asarray(self.embed(list(texts)), dtype=np.float32))
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

@@ -20,7 +20,7 @@ import numpy as np
 from raglab.book.bm25 import BM25
 from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.book.documents import PUBLIC, Document
-from raglab.book.embed import exact_search, unit_vectors
+from raglab.book.embed import exact_search, to_unit_length
 
 
 class SearchIndex(Protocol):
@@ -124,4 +124,4 @@ def build_memory_index(docs: list[Document], settings: ChunkSettings, embed: Cal
     with ``embed``, and index the same texts for BM25. ``tokenizer``: for the strategies sized in tokens."""
     chunks = chunk_corpus(docs, settings, embed=embed, tokenizer=tokenizer)
     texts = [c.indexed_text for c in chunks]
-    return MemoryIndex(chunks, unit_vectors(np.asarray(embed(texts), dtype=np.float32)), BM25(texts))
+    return MemoryIndex(chunks, to_unit_length(np.asarray(embed(texts), dtype=np.float32)), BM25(texts))

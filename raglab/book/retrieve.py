@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from raglab.book.bm25 import BM25, top_k
-from raglab.base.records import Hit
+from raglab.base.records import Hit, Ranked
 from raglab.book.fusion import RRF_K, rrf
 
 MODES = ("dense", "bm25", "hybrid", "rerank")
@@ -67,18 +68,26 @@ def demote(fused: list[tuple[str, float]], doc_of, question: str, prefixes: tupl
     return sorted(scaled, key=lambda pair: -pair[1])
 
 
-class Retriever:
-    """Dense, BM25, hybrid and reranked search over one index, for one embedder.
+def rrf_fuse(lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
+    """The book's fusion: the ranked id lists (by retriever name) fused by RRF, k=60, into ``(id, score)`` pairs."""
+    return rrf(lists, RRF_K, weights)
 
-    After each search, ``timings_ms`` holds each stage's time and ``signals["top_dense"]`` the
-    best dense cosine seen (when the dense retriever ran): the evidence signal of an assistant
-    without a reranker.
+
+class Retriever:
+    """Dense, BM25, hybrid and reranked search over one index (any ``raglab.book.memory_index.SearchIndex``), for
+    one embedder. Each search returns ``Ranked`` hits, which carry the best dense cosine the search saw (the
+    evidence of an assistant without a reranker); after each search ``timings_ms`` holds each stage's time.
+
+    The steps are arguments: ``reranker`` (hybrid's top candidates reordered), ``keyword`` (the keyword search,
+    ``(query, k, user) -> (row, score)`` pairs; default the index's BM25) and ``fuse`` (the ranked id lists by
+    retriever name, and weights, to ``(id, score)`` pairs; default ``rrf_fuse``). The course passes a learner's.
     """
 
-    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers()):
+    def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(), *,
+                 keyword: Callable | None = None, fuse: Callable = rrf_fuse):
         self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
+        self.keyword, self.fuse = keyword, fuse
         self.timings_ms: dict[str, float] = {}
-        self.signals: dict[str, float] = {}
         self._titles: BM25 | None = None
 
     def warm(self) -> None:
@@ -105,21 +114,17 @@ class Retriever:
         self.timings_ms[stage] = round((time.perf_counter() - t) * 1000, 2)
         return out
 
-    def dense(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+    def dense(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
         """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
         q = self._timed("embed_query", self.embedder.encode_query, query)
         pairs = self._timed("dense", self.index.dense_search, q, k, user)
-        self.signals["top_dense"] = float(pairs[0][1]) if pairs else 0.0
-        return self._hits(pairs, "dense")
+        return Ranked(self._hits(pairs, "dense"), float(pairs[0][1]) if pairs else 0.0)
 
-    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
         """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks, plus the page-title field when
-        ``levers.title_weight`` is set."""
-        if not self.levers.title_weight:
-            pairs = self._timed("bm25", self.index.bm25_search, query, k, user)
-        else:
-            pairs = self._timed("bm25", self._fields_search, query, k, user)
-        return self._hits(pairs, "bm25")
+        ``levers.title_weight`` is set; or the ``keyword`` search the retriever was handed."""
+        search = self.keyword or (self._fields_search if self.levers.title_weight else self.index.bm25_search)
+        return Ranked(self._hits(self._timed("bm25", search, query, k, user), "bm25"))
 
     def _fields_search(self, query: str, k: int, user) -> list[tuple[int, float]]:
         allowed = self.index.allowed(user)
@@ -127,7 +132,7 @@ class Retriever:
         return top_k(self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed), k)
 
     def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
-               depth: int = CANDIDATES, weights: dict | None = None) -> list[Hit]:
+               depth: int = CANDIDATES, weights: dict | None = None) -> Ranked:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
         (``levers``), cut to ``k``. At most the two lists' union comes back: ``depth`` caps ``k``."""
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
@@ -139,23 +144,20 @@ class Retriever:
         row = self.index.row_of
         lv = self.levers
         fused = demote(fused, lambda i: self.index.chunks[row[i]].doc, query, lv.demote, lv.demote_factor)[:k]
-        return [Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)]
-
-    def fuse(self, lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
-        """The ranked id lists (by retriever name) fused into ``(id, score)`` pairs, best first: RRF, k=60."""
-        return rrf(lists, RRF_K, weights)
+        return Ranked([Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)],
+                      dense.top_dense)
 
     def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
-               depth: int = CANDIDATES) -> list[Hit]:
+               depth: int = CANDIDATES) -> Ranked:
         """Hybrid top-``depth`` reordered by the reranker, cut to ``k``: at most ``depth`` come back."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
-        return self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k]
+        return Ranked(self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k], candidates.top_dense)
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
         """Run one mode; an empty query or an unknown mode is a clear error.
 
         Parameters:
@@ -169,10 +171,12 @@ class Retriever:
             raise ValueError("empty query: ask something")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.timings_ms, self.signals = {}, {}
+        self.timings_ms = {}
+        run = {"dense": self.dense, "bm25": self.bm25, "hybrid": self.hybrid, "rerank": self.rerank}[mode]
         if self.index.parents:        # small chunks are searched, their parents handed on
-            return to_parents(getattr(self, mode)(query, k=k * PARENT_REACH, user=user), self.index, k)
-        return getattr(self, mode)(query, k=k, user=user)
+            found = run(query, k=k * PARENT_REACH, user=user)
+            return Ranked(to_parents(found, self.index, k), found.top_dense)
+        return run(query, k=k, user=user)
 
     def text(self, hit: Hit) -> str:
         """The chunk text behind a hit."""

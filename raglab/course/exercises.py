@@ -117,7 +117,7 @@ STAGES = {
     "chunk size": ("01", "the window size", ()),
     "sections": ("01", "the heading-aware section splitter", (sections.split_sections, sections.find_headings)),
     "bm25": ("02", "BM25 scoring", (bm25.BM25, bm25.TextbookBM25, bm25.lucene_idf)),
-    "dense search": ("02", "dense search over unit vectors", (embed.exact_search, embed.unit_vectors)),
+    "dense search": ("02", "dense search over unit vectors", (embed.exact_search, embed.to_unit_length)),
     "fusion": ("03", "reciprocal rank fusion", (fusion.rrf,)),
     "reranker": ("03", "the best-sentence reranker", (rerank.rerank_by_best_sentence, rerank.SentenceMaxReranker.rerank)),
     "citation check": ("04", "the citation check", (citations.check_citations, citations.parse_citations)),

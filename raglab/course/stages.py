@@ -2,7 +2,7 @@
 
 The book's ``Retriever`` and ``Assistant`` are the textbook stages and know nothing of learners. A notebook
 takes the function ``raglab.course.exercises.stage`` chose (the learner's, or raglab's stand-in until the
-learner's works) and builds one of these instead; each overrides one step and leaves the rest to the book:
+learner's works) and builds one of these instead; each hands the book one step and leaves it the rest:
 
 - ``LearnerRetriever(index, embedder, bm25_scores=...)``: BM25 scoring (notebook 02);
 - ``LearnerRetriever(index, embedder, reranker, fuse=...)``: the fusion of the dense and BM25 lists (notebook 03);
@@ -17,23 +17,22 @@ from typing import Callable
 
 import numpy as np
 
-from raglab.base.records import Hit
 from raglab.book.assistant import Assistant
 from raglab.book.bm25 import tokenize, top_k
 from raglab.book.citations import CitationCheck, check_citations
 from raglab.book.prompt import Source
-from raglab.book.retrieve import Levers, Retriever
+from raglab.book.retrieve import Levers, Retriever, rrf_fuse
 
 
 class LearnerRetriever(Retriever):
-    """A ``Retriever`` whose BM25 scoring, fusion, or both are the learner's functions.
+    """A ``Retriever`` handed the learner's BM25 scoring, fusion, or both, as its ``keyword`` and ``fuse`` steps.
 
     ``bm25_scores(query_tokens, docs_tokens)`` receives the query's tokens and every chunk's tokens
     (``raglab.book.bm25.tokenize`` of its indexed text, in index order) and returns one score per chunk, in
-    that order; chunks the user may not read are never ranked, whatever they score.
+    that order; chunks the user may not read are never ranked, whatever they score (``LearnerBM25``).
 
     ``fuse(lists)`` receives the ranked chunk ids by retriever name, best first (``{"dense": [...],
-    "bm25": [...]}``), and returns ``(id, score)`` pairs, best first, of ids from those lists.
+    "bm25": [...]}``), and returns ``(id, score)`` pairs, best first, of ids from those lists (``learner_fusion``).
 
     Neither runs with the levers (``Levers()`` only), nor does a learner's fusion take weights.
 
@@ -50,37 +49,41 @@ class LearnerRetriever(Retriever):
                  fuse: Callable[[dict[str, list[str]]], list] | None = None):
         if (bm25_scores or fuse) and (levers.title_weight or levers.demote):
             raise ValueError("a learner's BM25 or fusion runs without the levers: pass levers=Levers()")
-        super().__init__(index, embedder, reranker, levers)
-        self.learner_bm25, self.learner_fuse = bm25_scores, fuse
+        super().__init__(index, embedder, reranker, levers,
+                         keyword=LearnerBM25(index, bm25_scores) if bm25_scores else None,
+                         fuse=learner_fusion(fuse) if fuse else rrf_fuse)
+
+
+class LearnerBM25:
+    """The keyword search of a learner's BM25 scoring: ``(query, k, user)`` -> the top ``k`` ``(row, score)``
+    pairs among the rows the user may read."""
+
+    def __init__(self, index, bm25_scores: Callable[[list[str], list[list[str]]], list]):
+        self.index, self.bm25_scores = index, bm25_scores
         self._tokens: list[list[str]] | None = None
 
-    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> list[Hit]:
-        """The learner's BM25 scores, top ``k`` of the chunks this user may read (the book's without one)."""
-        if self.learner_bm25 is None:
-            return super().bm25(query, k, user)
-        return self._hits(self._timed("bm25", self._learner_pairs, query, k, user), "bm25")
-
-    def _learner_pairs(self, query: str, k: int, user) -> list[tuple[int, float]]:
+    def __call__(self, query: str, k: int, user) -> list[tuple[int, float]]:
         if self._tokens is None:
             self._tokens = [tokenize(c.indexed_text) for c in self.index.chunks]
-        scores = np.asarray(self.learner_bm25(tokenize(query), self._tokens), dtype=float)
+        scores = np.asarray(self.bm25_scores(tokenize(query), self._tokens), dtype=float)
         if scores.shape != (len(self._tokens),):
             raise ValueError(f"the BM25 function returned {scores.shape[0] if scores.ndim else 'no'} scores "
                              f"for {len(self._tokens)} chunks (one score per chunk, in order)")
         return top_k(np.where(self.index.allowed(user), scores, -np.inf), k)
 
-    def fuse(self, lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
-        """The learner's fusion of the ranked lists (the book's RRF without one)."""
-        if self.learner_fuse is None:
-            return super().fuse(lists, weights)
+
+def learner_fusion(fuse: Callable[[dict[str, list[str]]], list]) -> Callable:
+    """A retriever's ``fuse`` step from a learner's fusion: no weights, and only ids the lists hold."""
+    def fused(lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
         if weights:
             raise ValueError("a learner's fusion takes no weights")
-        fused = [(i, float(s)) for i, s in self.learner_fuse(lists)]
+        pairs = [(i, float(s)) for i, s in fuse(lists)]
         held = {i for ids in lists.values() for i in ids}
-        stray = [i for i, _ in fused if i not in held]
+        stray = [i for i, _ in pairs if i not in held]
         if stray:
             raise ValueError(f"the fusion returned {stray[0]!r}, which neither ranked list holds")
-        return fused
+        return pairs
+    return fused
 
 
 def learner_citations(text: str, sources: list[Source], citation_check: Callable[[str, int], list]) -> CitationCheck:
@@ -109,9 +112,5 @@ class LearnerAssistant(Assistant):
     """
 
     def __init__(self, *args, citation_check: Callable[[str, int], list], **kwargs):
-        super().__init__(*args, **kwargs)
-        self.citation_check = citation_check
-
-    def check(self, text: str, sources: list[Source]) -> CitationCheck:
-        """The learner's verdict on an answer's citations."""
-        return learner_citations(text, sources, self.citation_check)
+        super().__init__(*args, check=lambda text, sources: learner_citations(text, sources, citation_check), **kwargs)
+        self.citation_check = citation_check          # the answer cache keys on its code

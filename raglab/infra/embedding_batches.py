@@ -8,7 +8,7 @@
    ``PAD_MULTIPLE`` tokens (``padded_length``), and a batch holds texts of one padded length only,
    longest first (``length_batches``); with the shape fixed by the text, a text's vector is the same
    bytes whatever else is in its batch (``tests/stages/test_batch_invariance.py``);
-3. one forward pass a batch, normalised (``raglab.book.embed.unit_vectors``) in the pass's own precision and only
+3. one forward pass a batch, normalised (``raglab.book.embed.to_unit_length``) in the pass's own precision and only
    then rounded to float32; each batch goes to the cache as soon as it is computed.
 
 The cache id names the model, the precision and the padding rule (``all-MiniLM-L6-v2@bfloat16+pad16``,
@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from raglab.book.embed import unit_vectors
+from raglab.book.embed import to_unit_length
 
 PAD_MULTIPLE = 16        # every text is padded to a multiple of 16 tokens: its vector depends on the text alone
 PADDING_RULE = f"pad{PAD_MULTIPLE}"   # part of the cache id and of the index manifest
@@ -103,7 +103,7 @@ def unit_vectors(texts: Iterable[str], forward: Callable, token_counts: Callable
             for length, rows in length_batches(padded, batch_size):
                 batch = [misses[k] for k in rows]
                 batch_texts = [unique[j] for j in batch]
-                vectors = unit_vectors(forward(batch_texts, length)).astype(np.float32)   # from float64, rounded once
+                vectors = to_unit_length(forward(batch_texts, length)).astype(np.float32)   # from float64, rounded once
                 if vectors.shape != (len(batch), dim):
                     raise RuntimeError(f"{name} returned vectors of shape {vectors.shape}, expected {(len(batch), dim)}")
                 if cache is not None:

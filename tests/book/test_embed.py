@@ -1,11 +1,11 @@
 """The embedding stage's arithmetic (raglab/book/embed.py): exact dense search against FAISS's exact
-inner-product index (``faiss.IndexFlatIP``) on random unit vectors; unit rows from ``unit_vectors``; mean
+inner-product index (``faiss.IndexFlatIP``) on random unit vectors; unit rows from ``to_unit_length``; mean
 pooling against a loop over the tokens. No model is loaded."""
 import faiss
 import numpy as np
 import pytest
 
-from raglab.book.embed import exact_search, mean_pool, unit_vectors
+from raglab.book.embed import exact_search, mean_pool, to_unit_length
 
 
 def unit_rows(rng, n: int, dim: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def test_exact_search_breaks_ties_by_row_and_returns_at_most_k():
 
 def test_normalize_gives_unit_rows_with_the_same_direction():
     v = np.random.default_rng(4).standard_normal((100, 16))
-    u = unit_vectors(v)
+    u = to_unit_length(v)
     np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(u * np.linalg.norm(v, axis=1, keepdims=True), v, rtol=1e-12)
 

@@ -52,12 +52,12 @@ def test_a_loaded_sentence_transformer_is_used_as_before():
 
 
 def test_the_books_pooling_is_the_models():
-    """The book's ``mean_pool`` and ``unit_vectors`` (numpy), applied to sentence-transformers' own token vectors,
+    """The book's ``mean_pool`` and ``to_unit_length`` (numpy), applied to sentence-transformers' own token vectors,
     give its sentence vectors: the idea taught in notebook 02 is what the model does."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from raglab.book.embed import mean_pool, unit_vectors
+    from raglab.book.embed import mean_pool, to_unit_length
     from raglab.infra.packaged_models import minilm_path
 
     reference = SentenceTransformer(str(minilm_path()), device="cpu")
@@ -65,7 +65,7 @@ def test_the_books_pooling_is_the_models():
     with torch.inference_mode():
         out = reference(dict(features))
     tokens, mask = out["token_embeddings"].numpy(), features["attention_mask"].numpy()
-    got = unit_vectors(mean_pool(tokens, mask))
+    got = to_unit_length(mean_pool(tokens, mask))
     assert np.allclose(got, out["sentence_embedding"].numpy(), atol=1e-6)
 
 
@@ -73,13 +73,13 @@ def test_exact_search_is_faiss_inner_product_search():
     """The book's brute-force ``exact_search`` ranks as FAISS's exact ``IndexFlatIP`` on unit vectors."""
     import faiss
 
-    from raglab.book.embed import exact_search, unit_vectors
+    from raglab.book.embed import exact_search, to_unit_length
 
     rng = np.random.default_rng(0)
-    vectors = unit_vectors(rng.normal(size=(500, 16)).astype(np.float32))
+    vectors = to_unit_length(rng.normal(size=(500, 16)).astype(np.float32))
     index = faiss.IndexFlatIP(16)
     index.add(vectors)
-    for query in unit_vectors(rng.normal(size=(5, 16)).astype(np.float32)):
+    for query in to_unit_length(rng.normal(size=(5, 16)).astype(np.float32)):
         scores, rows = index.search(query[None], 10)
         got = exact_search(query, vectors, 10)
         assert [r for r, _ in got] == rows[0].tolist()
