@@ -18,15 +18,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from raglab.book.bm25 import B, K1
 from raglab.book.citations import CitationCheck, check_citations
 from raglab.book.documents import PUBLIC
-from raglab.book.fusion import RRF_K
-from raglab.book.llm import DEFAULT_BASE_URL
+from raglab.book.llm import Generation
 from raglab.book.prompt import Source, build_messages, prompt_text, whole_text
 from raglab.book.refusal import REFUSAL, is_refusal
 from raglab.book.rerank import dense_evidence, evidence_strength, unknown_names
-from raglab.book.retrieve import CANDIDATES
 
 
 @dataclass
@@ -59,13 +56,25 @@ class Answer:
     attributed: bool = False
     unknown_names: list = field(default_factory=list)
     refusal_detail: dict | None = None   # a refusal's stage, and where a number decided it, the number and threshold
-    cached: bool = False                 # served from the answer cache (raglab.infra.answer_cache)
+    cached: bool = False                 # served again from an answer cache (raglab.infra.answer_cache)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``raglab ask --json``."""
         d = asdict(self)
         d["citations"] = [{k: c[k] for k in ("n", "id", "doc", "heading", "snippet")} for c in d["citations"]]
         return d
+
+
+@dataclass
+class Verdict:
+    """What the checks made of a reply: the text to show, why it is refused (None: it is not), the refusal's
+    detail, the citation check (None when no citation was checked) and whether the citations were attributed."""
+
+    text: str
+    reason: str | None
+    detail: dict | None
+    check: CitationCheck | None = None
+    attributed: bool = False
 
 
 def snippet(text: str, limit: int = 220) -> str:
@@ -106,7 +115,6 @@ class Assistant:
         self.retriever, self.generator, self.rerank, self.guard = retriever, generator, rerank, guard
         self.threshold, self.k, self.refusal = threshold, k, refusal
         self.attribute, self.trace, self.check = attribute, trace, check
-        self.answer_cache = None      # a raglab.infra.answer_cache.AnswerCache, when answers are served again (the API)
 
     @property
     def mode(self) -> str:
@@ -132,103 +140,65 @@ class Assistant:
             return self.guard.sources(hits, index)
         return [Source(n, index.chunk(h.id)) for n, h in enumerate(hits, 1)]
 
+    def gate(self, strength: float, unknown: list[str]) -> dict | None:
+        """The refusal before any model call, or None: ``weak-evidence`` when the evidence is below the threshold."""
+        if strength >= self.threshold:
+            return None
+        detail = {"stage": "weak-evidence", "value": round(strength, 4), "threshold": self.threshold}
+        return detail | ({"unknown_names": list(unknown)} if unknown else {})
+
+    def generate(self, question: str, sources: list[Source]) -> tuple[Generation, str]:
+        """The generator's reply, and the prompt it was sent (for an offline generator, the one a model would get)."""
+        generation = self.generator.generate(question, sources, self.refusal)
+        prompt = prompt_text(generation.messages or build_messages(
+            question, sources, self.refusal, getattr(self.generator, "extra_instruction", None), self.visible))
+        return generation, prompt
+
+    def verify(self, generation: Generation, sources: list[Source]) -> Verdict:
+        """The checks on a reply: a refusal is kept as one; a reply without a valid citation may be attributed;
+        the citations must name sources (``check``); the guard checks what they claim."""
+        raw = text = generation.text
+        if is_refusal(raw, self.refusal):
+            reason = "no-sentence-selected" if generation.refusal else "model-refused"
+            return Verdict(text, reason, generation.refusal or {"stage": reason})  # the selection's stage, number, threshold
+        attributed = False
+        if self.attribute and not check_citations(raw, sources).valid:
+            text, attributed = self.attribute(raw, sources), True
+        check = self.check(text, sources)
+        reason = check.reason
+        if reason is None and self.guard:
+            text, reason = self.guard.check(text, sources, check.valid)
+        return Verdict(text, reason, {"stage": reason} if reason else None, check, attributed)
+
     def ask(self, question: str, user: tuple[str, ...] | None = None) -> Answer:
-        """Answer ``question`` for a user with these access groups (public is always included); with an
-        ``answer_cache``, an answer already given for the same key is served again (``cached``)."""
-        cache = self.answer_cache
-        if cache is None:
-            return self._ask(question, user)
-        key = cache.key(self, question, user)
-        answer = self._cached(key, question, user)
-        if answer is None:
-            answer = self._ask(question, user)
-            cache.put(key, self.retriever.index.version, answer)
-        return answer
-
-    def cached(self, question: str, user: tuple[str, ...] | None = None) -> Answer | None:
-        """The answer cache's answer for this question and user (traced, marked ``cached``), or None."""
-        if self.answer_cache is None:
-            return None
-        return self._cached(self.answer_cache.key(self, question, user), question, user)
-
-    def _cached(self, key: str, question: str, user) -> Answer | None:
-        started = time.perf_counter()
-        answer = self.answer_cache.get(key, self.retriever.index.version)
-        if answer is None:
-            return None
-        answer.question, answer.cached = question, True
-        answer.timings_ms = {"cache": _ms(started)}
-        self._trace(answer, user, None)
-        return answer
-
-    def _ask(self, question: str, user: tuple[str, ...] | None) -> Answer:
-        timings: dict[str, float] = {}
+        """Answer ``question`` for a user with these access groups (public is always included), in four steps:
+        retrieve, gate on the evidence, generate, verify."""
         started = time.perf_counter()
         hits, strength, unknown = self.retrieve(question, user)
-        timings["retrieve"] = round(_ms(started) - self.retriever.timings_ms.get("rerank", 0), 2)
-        timings["rerank"] = self.retriever.timings_ms.get("rerank", 0.0)
+        timings = {"retrieve": round(_ms(started) - self.retriever.timings_ms.get("rerank", 0), 2),
+                   "rerank": self.retriever.timings_ms.get("rerank", 0.0)}
         sources = self.sources(hits)
-        retrieved = [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits]
-        prompt, raw, attributed, check = None, "", False, None
-        if strength < self.threshold:
-            refused, reason = True, "weak-evidence"
-            detail = {"stage": reason, "value": round(strength, 4), "threshold": self.threshold}
-            if unknown:
-                detail["unknown_names"] = list(unknown)
+        refused_early, prompt, raw = self.gate(strength, unknown), None, ""
+        if refused_early:
+            verdict = Verdict("", "weak-evidence", refused_early)
         else:
             t = time.perf_counter()
-            generation = self.generator.generate(question, sources, self.refusal)
+            generation, prompt = self.generate(question, sources)
             timings["generate"] = _ms(t)
-            raw = text = generation.text
-            # the messages the model was sent; an offline generator: the ones a model would get
-            prompt = prompt_text(generation.messages or build_messages(
-                question, sources, self.refusal, getattr(self.generator, "extra_instruction", None), self.visible))
-            t = time.perf_counter()
-            if is_refusal(raw, self.refusal):
-                refused, reason = True, "no-sentence-selected" if generation.refusal else "model-refused"
-                detail = generation.refusal or {"stage": reason}     # the selection's stage, its number and threshold
-            else:
-                if self.attribute and not check_citations(raw, sources).valid:
-                    text, attributed = self.attribute(raw, sources), True
-                check = self.check(text, sources)
-                refused, reason = check.reason is not None, check.reason
-                if not refused and self.guard:
-                    text, reason = self.guard.check(text, sources, check.valid)
-                    refused = reason is not None
-                detail = {"stage": reason} if refused else None
+            t, raw = time.perf_counter(), generation.text
+            verdict = self.verify(generation, sources)
             timings["check"] = _ms(t)
+        refused, check = verdict.reason is not None, verdict.check
         citations = [] if refused or check is None else [
             Citation(s.n, s.chunk.id, s.chunk.doc, " > ".join(s.chunk.heading), snippet(s.chunk.text)) for s in check.valid]
-        answer = Answer(question, self.refusal if refused else text, citations, check.invalid if check else [],
-                        refused, reason, retrieved, getattr(self.generator, "name", type(self.generator).__name__),
-                        round(strength, 6), self.retriever.index.version, timings, raw, attributed, unknown, detail)
-        self._trace(answer, user, prompt)
+        answer = Answer(question, self.refusal if refused else verdict.text, citations, check.invalid if check else [],
+                        refused, verdict.reason, [{"id": h.id, "doc": h.doc, "score": round(h.score, 6)} for h in hits],
+                        getattr(self.generator, "name", type(self.generator).__name__), round(strength, 6),
+                        self.retriever.index.version, timings, raw, verdict.attributed, unknown, verdict.detail)
+        self.trace_answer(answer, user, prompt)
         return answer
 
-    def describe(self) -> dict:
-        """The system in numbers and names, for the write-up: chunking, embedding model, index,
-        BM25, fusion, reranker, prompt, generator and where it runs, refusal threshold."""
-        index, embedder = self.retriever.index, self.retriever.embedder
-        m = index.manifest
-        base_url = getattr(self.generator, "base_url", None)
-        runs = ("in this process, no model (quotes retrieved sentences)" if base_url is None else
-                f"an OpenAI-compatible server at {base_url}" + (" (local)" if "127.0.0.1" in base_url
-                                                              or "localhost" in base_url else ""))
-        return {"corpus": m["corpus"], "profile": m["profile"], "chunking": m["chunking"], "chunks": m["n_chunks"],
-                "embedding_model": m["model"], "dim": m["dim"], "max_tokens": embedder.max_tokens,
-                "index": ("PostgreSQL + pgvector" if type(index).__name__ == "PgIndex" else "FAISS")
-                + (" exact inner product on unit vectors" if m["kind"] == "flat" else " HNSW"),
-                "bm25": {"k1": K1, "b": B, "idf": "Lucene, log(1 + (N - n + 0.5) / (n + 0.5))"},
-                "fusion": {"method": "reciprocal rank fusion", "k": RRF_K, "depth": CANDIDATES},
-                "levers": asdict(self.retriever.levers),
-                "reranker": (getattr(self.retriever.reranker, "name", type(self.retriever.reranker).__name__)
-                             if self.rerank else "none (hybrid; refusal on the top dense cosine and unknown names)"),
-                "top_k": self.k, "threshold": self.threshold,
-                "prompt": prompt_text(build_messages("{question}", [], self.refusal)),
-                "generator": getattr(self.generator, "name", type(self.generator).__name__), "runs": runs,
-                "default_base_url": DEFAULT_BASE_URL}
-
-    def _trace(self, answer: Answer, user, prompt: str | None) -> None:
+    def trace_answer(self, answer: Answer, user, prompt: str | None) -> None:
         """Hand ``trace`` one record: the time, the user's groups, the prompt the model got (or, for an offline
         generator, the one a model would get) and the answer."""
         if self.trace is not None:

@@ -20,7 +20,7 @@ from raglab.book.bm25 import BM25
 from raglab.book.chunking import ChunkSettings
 from raglab.infra.embedder import Embedder
 from raglab.book.fusion import RRF_K, rrf
-from raglab.base.records import Hit
+from raglab.base.records import Hit, Ranked
 from raglab.infra.assemble import get_index
 
 COURSE_TOKEN = re.compile(r"[a-z0-9_]+")
@@ -57,7 +57,7 @@ class CourseBaseline:
         """Rows of the ``k`` best BM25 chunks with a positive score."""
         return [row for row, _ in self.bm25.search(query, k)]
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 10, user=None) -> list[Hit]:
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, user=None) -> Ranked:
         """``hybrid`` (the course's), ``dense`` or ``bm25``; the course has no access groups (``user`` must be None)."""
         if user:
             raise ValueError("the course baseline has no access control: it searches public corpora only")
@@ -70,4 +70,4 @@ class CourseBaseline:
         else:
             raise ValueError(f"the course baseline has no {mode!r} mode: dense, bm25 or hybrid")
         chunks = self.index.chunks
-        return [Hit(chunks[r].id, chunks[r].doc, 0.0, n, {mode: n}) for n, r in enumerate(rows, 1)]
+        return Ranked(Hit(chunks[r].id, chunks[r].doc, 0.0, n, {mode: n}) for n, r in enumerate(rows, 1))

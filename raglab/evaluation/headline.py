@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from raglab.base import config
-from raglab.infra.assemble import build_assistant
+from raglab.infra.assemble import build_assistant, describe
 from raglab.infra.corpora import entry, golden_path, registered
 from raglab.infra.corpus import load_corpus
 from raglab.evaluation.baseline import CourseBaseline
@@ -148,7 +148,7 @@ def run_headline(corpus: str = "python-docs", profile: str = "full", golden=None
     return {
         "corpus": corpus, "profile": profile, "golden": _shown(golden), "date": started,
         "machine": machine(),
-        "default": assistant.describe() | {"prompt": None}, "baseline": baseline.name,
+        "default": describe(assistant) | {"prompt": None}, "baseline": baseline.name,
         "questions": {s: len(ids) for s, ids in splits.items()},
         "scores": {s: {name: summarize(rows, ids) for name, rows in systems.items()} for s, ids in splits.items()},
         "vs_baseline": {s: paired(systems[base], systems[head], ids) for s, ids in splits.items()},

@@ -29,7 +29,7 @@ from raglab.experiments.tokens import MAX_TOKENS, N_CTX, chat_prompt, count_toke
 from raglab.book.prompt import Source, build_messages, render_sources
 from raglab.book.refusal import REFUSAL
 from raglab.guards.widening import page_script
-from raglab.base.records import Hit
+from raglab.base.records import Hit, Ranked
 from raglab.guards.guard import Guard
 
 MARGIN = 8          # tokens kept free for merges across the sources block's boundaries
@@ -214,4 +214,4 @@ class PackedRetriever:
         self.index = _PackedIndex([as_source(n, d) for n, d in enumerate(packed, 1)])
         self.last_info = info
         self.timings_ms = {"pack": round((time.perf_counter() - t) * 1000, 2)}
-        return [Hit(d.id, d.id, s, n, {"bm25-doc": n}) for n, (d, s) in enumerate(zip(packed, info["scores"]), 1)]
+        return Ranked(Hit(d.id, d.id, s, n, {"bm25-doc": n}) for n, (d, s) in enumerate(zip(packed, info["scores"]), 1))

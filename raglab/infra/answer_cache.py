@@ -7,6 +7,7 @@ threshold and text, the generator's name and every plain setting it has (numbers
 Two users with different groups never share an entry, so a premium user's answer is never served to a
 public user asking the same words. The cache is emptied when it sees another index version (a reindex),
 holds at most ``size`` answers (least recently used out first) and is safe to use from several threads.
+``CachedAssistant`` wraps an assistant with one: the HTTP app serves answers through it.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 import unicodedata
 from collections import OrderedDict
 
@@ -110,3 +112,34 @@ class AnswerCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class CachedAssistant:
+    """An assistant whose answers are served again: ``ask`` answers from ``cache`` when it holds the key (the
+    answer marked ``cached`` and traced as such), else asks ``assistant`` and keeps its answer."""
+
+    def __init__(self, assistant, cache: AnswerCache):
+        self.assistant, self.cache = assistant, cache
+
+    def key(self, question: str, user=None) -> str:
+        return self.cache.key(self.assistant, question, user)
+
+    def cached(self, question: str, user=None):
+        """The cached answer for this question and user (traced, marked ``cached``), or None."""
+        started = time.perf_counter()
+        answer = self.cache.get(self.key(question, user), self.assistant.retriever.index.version)
+        if answer is None:
+            return None
+        answer.question, answer.cached = question, True
+        answer.timings_ms = {"cache": round((time.perf_counter() - started) * 1000, 2)}
+        self.assistant.trace_answer(answer, user, None)
+        return answer
+
+    def ask(self, question: str, user=None):
+        """The cached answer, or the assistant's, kept for the next time."""
+        answer = self.cached(question, user)
+        if answer is None:
+            answer = self.assistant.ask(question, user)
+            self.cache.put(self.key(question, user), self.assistant.retriever.index.version, answer)
+        return answer
+

@@ -6,22 +6,27 @@ the Python docs' defaults and a refusal threshold calibrated from itself (``ragl
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from raglab.answerer.attribution import attributor
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.base import config
 from raglab.book.assistant import Assistant
 from raglab.book.chunking import ChunkSettings
 from raglab.infra.embedder import Embedder
-from raglab.book.llm import OpenAIGenerator
+from raglab.book.bm25 import B, K1
+from raglab.book.fusion import RRF_K
+from raglab.book.llm import DEFAULT_BASE_URL, OpenAIGenerator
 from raglab.infra.rerankers import make_reranker
-from raglab.book.retrieve import Levers, Retriever
+from raglab.book.prompt import build_messages, prompt_text
+from raglab.book.retrieve import CANDIDATES, Levers, Retriever
 from raglab.infra.calibration import calibrate, record
 from raglab.guards.guard import Guard
 from raglab.guards.detector import InjectionDetector
 from raglab.infra.corpora import entry, registered, threshold_for
 from raglab.infra.endpoint import llm_settings
 from raglab.infra.index import IndexNotReady, build_index, load_index
-from raglab.infra.pg_index import load_pg_index, sync_pgvector
+from raglab.infra.pg_index import PgIndex, load_pg_index, sync_pgvector
 from raglab.infra.traces import Tracer
 
 
@@ -128,3 +133,27 @@ def folder_refusal(assistant: Assistant, signal: str) -> dict:
         refusal = calibrate(index.chunks, lambda q: assistant.retrieve(q)[1]) | {"signal": signal}
         record(index, refusal)
     return refusal
+
+
+def describe(assistant: Assistant) -> dict:
+    """The system in numbers and names, for the write-up: chunking, embedding model, index,
+    BM25, fusion, reranker, prompt, generator and where it runs, refusal threshold."""
+    index, embedder = assistant.retriever.index, assistant.retriever.embedder
+    m = index.manifest
+    base_url = getattr(assistant.generator, "base_url", None)
+    runs = ("in this process, no model (quotes retrieved sentences)" if base_url is None else
+            f"an OpenAI-compatible server at {base_url}" + (" (local)" if "127.0.0.1" in base_url
+                                                          or "localhost" in base_url else ""))
+    return {"corpus": m["corpus"], "profile": m["profile"], "chunking": m["chunking"], "chunks": m["n_chunks"],
+            "embedding_model": m["model"], "dim": m["dim"], "max_tokens": embedder.max_tokens,
+            "index": ("PostgreSQL + pgvector" if isinstance(index, PgIndex) else "FAISS")
+            + (" exact inner product on unit vectors" if m["kind"] == "flat" else " HNSW"),
+            "bm25": {"k1": K1, "b": B, "idf": "Lucene, log(1 + (N - n + 0.5) / (n + 0.5))"},
+            "fusion": {"method": "reciprocal rank fusion", "k": RRF_K, "depth": CANDIDATES},
+            "levers": asdict(assistant.retriever.levers),
+            "reranker": (getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__)
+                         if assistant.rerank else "none (hybrid; refusal on the top dense cosine and unknown names)"),
+            "top_k": assistant.k, "threshold": assistant.threshold,
+            "prompt": prompt_text(build_messages("{question}", [], assistant.refusal)),
+            "generator": getattr(assistant.generator, "name", type(assistant.generator).__name__), "runs": runs,
+            "default_base_url": DEFAULT_BASE_URL}

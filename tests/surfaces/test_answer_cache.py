@@ -8,7 +8,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from raglab.infra.answer_cache import AnswerCache, normalized
+from raglab.infra.answer_cache import AnswerCache, CachedAssistant, normalized
 from raglab.book.assistant import Assistant
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
@@ -20,10 +20,8 @@ from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBL
 
 @pytest.fixture()
 def assistant(retriever, embedder, tmp_path):
-    a = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, guard=Guard(default_detector(embedder)),
-                  trace=Tracer(tmp_path / "asks.jsonl"))
-    a.answer_cache = AnswerCache(8)
-    return a
+    return Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.669, guard=Guard(default_detector(embedder)),
+                     trace=Tracer(tmp_path / "asks.jsonl"))
 
 
 def _lines(path):
@@ -48,19 +46,20 @@ def test_a_premium_answer_is_never_served_to_a_public_user(assistant):
 
 
 def test_the_trace_says_cached_and_the_answer_is_the_same(assistant):
-    first = assistant.ask("How do I reset my password?")
-    again = assistant.ask("  how do I RESET my password ")
+    served = CachedAssistant(assistant, AnswerCache(8))
+    first = served.ask("How do I reset my password?")
+    again = served.ask("  how do I RESET my password ")
     assert again.cached and not first.cached
     assert again.question == "  how do I RESET my password "
     assert (again.answer, again.citations, again.refused, again.reason, again.retrieved) == \
         (first.answer, first.citations, first.refused, first.reason, first.retrieved)
     again.citations.clear()                           # a served copy cannot change what is cached
-    assert assistant.ask("How do I reset my password?").citations == first.citations
+    assert served.ask("How do I reset my password?").citations == first.citations
     assert [line["cached"] for line in _lines(assistant.trace.path)] == [False, True, True]
 
 
 def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
-    cache = assistant.answer_cache
+    cache = AnswerCache(8)
     key = cache.key(assistant, "How do I reset my password?", None)
     assert cache.key(assistant, "how do i reset my password", ("public",)) == key
     assert cache.key(assistant, "How do I reset my password?", ("premium",)) != key
@@ -89,9 +88,9 @@ def test_a_learners_citation_check_is_in_the_key(assistant):
     def learner(check):
         a = LearnerAssistant(assistant.retriever, assistant.generator, threshold=assistant.threshold,
                              guard=assistant.guard, citation_check=check)
-        return assistant.answer_cache.key(a, "How do I reset my password?", None)
+        return AnswerCache(8).key(a, "How do I reset my password?", None)
 
-    book = assistant.answer_cache.key(assistant, "How do I reset my password?", None)
+    book = AnswerCache(8).key(assistant, "How do I reset my password?", None)
     assert len({book, learner(lenient), learner(strict)}) == 3
 
 
@@ -117,7 +116,7 @@ def test_what_a_model_reads_is_in_the_key(assistant, embedder):
     entry, nor do two selectors with different settings."""
     from raglab.book.llm import OpenAIGenerator
 
-    cache = assistant.answer_cache
+    cache = AnswerCache(8)
     keys = []
     for selector in (None, ExtractiveGenerator(embedder), ExtractiveGenerator(embedder, max_sentences=5)):
         other = copy.copy(assistant)

@@ -32,7 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from raglab.infra.answer_cache import AnswerCache
+from raglab.infra.answer_cache import AnswerCache, CachedAssistant
 from raglab.infra.assemble import build_assistant
 from raglab.infra.traces import Tracer
 from raglab.book.llm import GeneratorUnavailable
@@ -147,7 +147,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
             # while served, the generator has no retries inside a deadline, each model call ends by the
             # request's deadline, and a model server's error is one line (raglab.surfaces.guard)
             own, a.generator = a.generator, guard.guarded(a.generator, retries=0)
-            a.answer_cache = AnswerCache(answer_cache) if answer_cache else None
+            app.state.answers = CachedAssistant(a, AnswerCache(answer_cache)) if answer_cache else None
             app.state.assistant, app.state.worker = a, worker
             index = a.retriever.index
             log.info("raglab: index %s loaded (%d chunks, generator %s); queue %d, deadline %g s",
@@ -156,7 +156,7 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         finally:
             worker.shutdown()
             if own is not None:
-                a.generator, a.answer_cache = own, None
+                a.generator, app.state.answers = own, None
 
     app = FastAPI(title="raglab", summary="Cited answers from the documentation", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)
@@ -207,10 +207,10 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
 
     @app.post("/ask")
     async def ask(body: AskRequest, request: Request, user: Annotated[tuple, Depends(caller_groups)]):
-        a = request.app.state.assistant
-        answer = a.cached(body.question, user or None)     # an answer given before is served without the queue
+        a, answers = request.app.state.assistant, request.app.state.answers
+        answer = answers.cached(body.question, user or None) if answers else None   # served again without the queue
         if answer is None:
-            answer = await request.app.state.worker.run(a.ask, body.question, user or None)
+            answer = await request.app.state.worker.run((answers or a).ask, body.question, user or None)
         return ask_reply(answer)
 
     @app.get("/chunks/{chunk_id:path}")
@@ -230,14 +230,14 @@ def create_app(assistant=None, tokens: dict[str, list[str]] | None = None, token
         if authorization is None:               # up or not, and nothing more, to anyone
             return {"status": "ok"}
         user = request.app.state.caller.groups(authorization)
-        a, worker = request.app.state.assistant, request.app.state.worker
+        a, worker, answers = request.app.state.assistant, request.app.state.worker, request.app.state.answers
         index = a.retriever.index
         return {"status": "ok", "index_version": index.version, "chunks": int(index.allowed(user or None).sum()),
                 "generator": _generator_name(a), "queue": {"size": worker.queue_size, "pending": worker.pending},
                 "deadline_s": worker.deadline_s,
-                "answer_cache": None if a.answer_cache is None else {
-                    "size": a.answer_cache.size, "held": len(a.answer_cache), "hits": a.answer_cache.hits,
-                    "misses": a.answer_cache.misses}}
+                "answer_cache": None if answers is None else {
+                    "size": answers.cache.size, "held": len(answers.cache), "hits": answers.cache.hits,
+                    "misses": answers.cache.misses}}
 
     @app.get("/", response_class=HTMLResponse)
     async def page():
