@@ -9,7 +9,9 @@ similarity of two texts is the dot product of their vectors,
     cos(q, d) = q . d / (|q| |d|) = q . d      when |q| = |d| = 1,
 
 so exact dense search is one matrix product and a sort (``exact_search``): what FAISS's ``IndexFlatIP``
-computes, faster. The model's forward pass in plain torch is ``raglab.infra.minilm``; embedding many
+computes, faster. Mean pooling over a siamese BERT, trained so that the cosine of two texts' vectors tracks
+their meaning, is Sentence-BERT: Reimers and Gurevych, "Sentence-BERT: Sentence Embeddings using Siamese
+BERT-Networks" (EMNLP 2019, arXiv:1908.10084); all-MiniLM-L6-v2 is one of its models. The model's forward pass in plain torch is ``raglab.infra.minilm``; embedding many
 texts with a cache and length batches is ``raglab.infra.embedding_batches``; the ready-to-use ``Embedder``
 (the packaged MiniLM, its cache file, its precision) is ``raglab.infra.embedder``'s.
 Measurements and history: ``evals/results/embedding-notes.md``. Taught in notebook 02.

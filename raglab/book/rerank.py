@@ -1,11 +1,14 @@
 """Rerankers: reorder the fused candidates and keep the best few; the top score is the evidence strength.
 
 - ``CrossEncoderReranker``: a cross-encoder it is handed (e.g. ``cross-encoder/ms-marco-MiniLM-L-6-v2``, for
-  users with a network, loaded by ``raglab.infra.rerankers``); it reads query and passage together.
+  users with a network, loaded by ``raglab.infra.rerankers``); it reads query and passage together, as BERT
+  reads them in Nogueira and Cho, "Passage Re-ranking with BERT" (2019, arXiv:1901.04085).
 - ``SentenceMaxReranker``: the offline default. It is **not** a cross-encoder: it embeds each
   candidate's sentences with the packaged MiniLM bi-encoder, takes the best-matching sentence's
   cosine to the query, and blends it with the candidate's fused (RRF) score. A chunk whose one
-  sentence answers the question then beats a chunk that is loosely about the topic throughout.
+  sentence answers the question then beats a chunk that is loosely about the topic throughout. Scoring a
+  document by its best piece is the MaxP of Dai and Callan, "Deeper Text Understanding for IR with Contextual
+  Neural Language Modeling" (SIGIR 2019), here with sentences and bi-encoder cosines.
 
 Without a reranker the evidence strength is the top dense cosine, and a question that names
 something (an API, a library) no chunk contains is refused (``unknown_names``, ``dense_evidence``).
