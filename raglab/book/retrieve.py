@@ -20,7 +20,8 @@ from raglab.base.records import Hit, Ranked
 from raglab.book.fusion import RRF_K, rrf
 
 MODES = ("dense", "bm25", "hybrid", "rerank")
-CANDIDATES = 20
+CANDIDATES = 20      # hybrid fuses the top 20 of each retriever (more when more hits are asked for)
+K = 10               # hits a search returns unless told otherwise, in every mode
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,13 @@ class Retriever:
         self.timings_ms[stage] = round((time.perf_counter() - t) * 1000, 2)
         return out
 
-    def dense(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
+    def dense(self, query: str, k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
         q = self._timed("embed_query", self.embedder.encode_query, query)
         pairs = self._timed("dense", self.index.dense_search, q, k, user)
         return Ranked(self._hits(pairs, "dense"), float(pairs[0][1]) if pairs else 0.0)
 
-    def bm25(self, query: str, k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
+    def bm25(self, query: str, k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks, plus the page-title field when
         ``levers.title_weight`` is set; or the ``keyword`` search the retriever was handed."""
         search = self.keyword or (self._fields_search if self.levers.title_weight else self.index.bm25_search)
@@ -131,10 +132,12 @@ class Retriever:
         # both fields score -inf where the user may not read: the sum stays -inf there
         return top_k(self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed), k)
 
-    def hybrid(self, query: str, k: int = 10, user: tuple[str, ...] | None = None,
+    def hybrid(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES, weights: dict | None = None) -> Ranked:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
-        (``levers``), cut to ``k``. At most the two lists' union comes back: ``depth`` caps ``k``."""
+        (``levers``), cut to ``k``. ``depth`` grows to ``k``, so ``k`` hits come back when the user may read as
+        many chunks."""
+        depth = max(depth, k)
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
@@ -147,17 +150,18 @@ class Retriever:
         return Ranked([Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)],
                       dense.top_dense)
 
-    def rerank(self, query: str, k: int = 5, user: tuple[str, ...] | None = None,
+    def rerank(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
                depth: int = CANDIDATES) -> Ranked:
-        """Hybrid top-``depth`` reordered by the reranker, cut to ``k``: at most ``depth`` come back."""
+        """Hybrid top-``depth`` reordered by the reranker, cut to ``k`` (``depth`` grows to ``k``)."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
+        depth = max(depth, k)
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
         return Ranked(self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k], candidates.top_dense)
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 10, user: tuple[str, ...] | None = None) -> Ranked:
+    def search(self, query: str, mode: str = "hybrid", k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """Run one mode; an empty query or an unknown mode is a clear error.
 
         Parameters:
