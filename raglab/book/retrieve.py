@@ -133,11 +133,11 @@ class Retriever:
         return top_k(self.index.bm25.scores(query, allowed) + self.levers.title_weight * self.titles.scores(query, allowed), k)
 
     def hybrid(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
-               depth: int = CANDIDATES, weights: dict | None = None) -> Ranked:
+               depth: int | None = None, weights: dict | None = None) -> Ranked:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
-        (``levers``), cut to ``k``. ``depth`` grows to ``k``, so ``k`` hits come back when the user may read as
-        many chunks."""
-        depth = max(depth, k)
+        (``levers``), cut to ``k``. ``depth`` is ``CANDIDATES`` (20), or ``k`` when more hits are asked for, so
+        ``k`` hits come back when the user may read as many chunks; a ``depth`` given below ``k`` caps them."""
+        depth = max(CANDIDATES, k) if depth is None else depth
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
@@ -151,11 +151,12 @@ class Retriever:
                       dense.top_dense)
 
     def rerank(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
-               depth: int = CANDIDATES) -> Ranked:
-        """Hybrid top-``depth`` reordered by the reranker, cut to ``k`` (``depth`` grows to ``k``)."""
+               depth: int | None = None) -> Ranked:
+        """Hybrid top-``depth`` reordered by the reranker, cut to ``k``; ``depth`` as in ``hybrid`` (a ``depth``
+        given below ``k``, such as the fused top 6 reranked, caps what comes back)."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
-        depth = max(depth, k)
+        depth = max(CANDIDATES, k) if depth is None else depth
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]

@@ -66,3 +66,11 @@ def test_an_unknown_mode_or_an_empty_question_is_a_clear_error(retriever):
         retriever.search(QUESTION, "sparse")
     with pytest.raises(ValueError, match="empty query"):
         retriever.search("  ", "dense")
+
+
+def test_a_depth_given_below_k_caps_the_candidates(retriever):
+    """Notebook 03's exercise reranks the fused top 6: asked for 10 hits, 6 come back, the same 6 hybrid fused."""
+    reranked = retriever.rerank(QUESTION, 10, depth=6)
+    assert len(reranked) == 6
+    assert {h.id for h in reranked} == {h.id for h in retriever.hybrid(QUESTION, 6, depth=6)}
+    assert len(retriever.hybrid(QUESTION, 10, depth=6)) <= 12
