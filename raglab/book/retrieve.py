@@ -178,8 +178,9 @@ class Retriever:
             raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
         self.timings_ms = {}
         run = {"dense": self.dense, "bm25": self.bm25, "hybrid": self.hybrid, "rerank": self.rerank}[mode]
-        if self.index.parents:        # small chunks are searched, their parents handed on
-            found = run(query, k=k * PARENT_REACH, user=user)
+        if self.index.parents:        # small chunks are searched, their parents handed on; hybrid fuses the
+            fused_from = {"depth": CANDIDATES} if mode in ("hybrid", "rerank") else {}    # usual top 20 of each
+            found = run(query, k=k * PARENT_REACH, user=user, **fused_from)
             return Ranked(to_parents(found, self.index, k), found.top_dense)
         return run(query, k=k, user=user)
 
