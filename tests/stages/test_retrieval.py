@@ -51,15 +51,16 @@ def test_hybrid_is_the_rrf_of_both_lists(retriever):
         assert [h.rank for h in hybrid] == list(range(1, len(hybrid) + 1))
 
 
-def test_the_candidate_depth_caps_k(retriever):
-    """Hybrid search reads each list 20 deep (``CANDIDATES``), so at most their union comes back, and reranking
-    reorders the fused top 20: asked for 30, it gives 20."""
+def test_k_is_honoured_and_a_depth_given_caps_it(retriever):
+    """Asked for more than 20, hybrid and rerank read each list k deep and give k; given the depth 20
+    (``CANDIDATES``), hybrid gives at most the two lists' union and rerank the fused top 20."""
     from raglab.book.retrieve import CANDIDATES
 
     q = "How do I return an item?"
     union = {h.id for h in retriever.search(q, "dense", CANDIDATES)} | {h.id for h in retriever.search(q, "bm25", CANDIDATES)}
-    assert len(retriever.search(q, "hybrid", 100)) == len(union)
-    assert len(retriever.search(q, "rerank", 30)) == CANDIDATES
+    assert len(retriever.search(q, "hybrid", 100)) == 100 and len(retriever.search(q, "rerank", 30)) == 30
+    assert len(retriever.hybrid(q, 100, depth=CANDIDATES)) == len(union)
+    assert len(retriever.rerank(q, 30, depth=CANDIDATES)) == CANDIDATES
 
 
 def test_pages_lists_each_page_once_at_its_best_rank(retriever):
