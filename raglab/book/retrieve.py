@@ -69,6 +69,15 @@ def demote(fused: list[tuple[str, float]], doc_of, question: str, prefixes: tupl
     return sorted(scaled, key=lambda pair: -pair[1])
 
 
+def candidate_depth(k: int, depth: int | None) -> int:
+    """How deep hybrid reads each list: ``depth`` when given, else ``CANDIDATES`` or ``k`` if that is more.
+
+    >>> candidate_depth(5, None), candidate_depth(60, None), candidate_depth(10, 6)
+    (20, 60, 6)
+    """
+    return max(CANDIDATES, k) if depth is None else depth
+
+
 def rrf_fuse(lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
     """The book's fusion: the ranked id lists (by retriever name) fused by RRF, k=60, into ``(id, score)`` pairs."""
     return rrf(lists, RRF_K, weights)
@@ -137,7 +146,7 @@ class Retriever:
         """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
         (``levers``), cut to ``k``. ``depth`` is ``CANDIDATES`` (20), or ``k`` when more hits are asked for, so
         ``k`` hits come back when the user may read as many chunks; a ``depth`` given below ``k`` caps them."""
-        depth = max(CANDIDATES, k) if depth is None else depth
+        depth = candidate_depth(k, depth)
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
         ranks: dict[str, dict] = {}
         for h in dense + keyword:
@@ -156,7 +165,7 @@ class Retriever:
         given below ``k``, such as the fused top 6 reranked, caps what comes back)."""
         if self.reranker is None:
             raise ValueError("no reranker configured: pass reranker= to Retriever (see raglab.book.rerank)")
-        depth = max(CANDIDATES, k) if depth is None else depth
+        depth = candidate_depth(k, depth)
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
