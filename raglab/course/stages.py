@@ -13,6 +13,7 @@ buggy one, the bug shows in the results, and output that cannot be laid back ont
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -60,6 +61,7 @@ class LearnerBM25:
 
     def __init__(self, index, bm25_scores: Callable[[list[str], list[list[str]]], list]):
         self.index, self.bm25_scores = index, bm25_scores
+        self.__wrapped__ = bm25_scores           # the learner's function, which the answer cache's key hashes
         self._tokens: list[list[str]] | None = None
 
     def __call__(self, query: str, k: int, user) -> list[tuple[int, float]]:
@@ -74,6 +76,7 @@ class LearnerBM25:
 
 def learner_fusion(fuse: Callable[[dict[str, list[str]]], list]) -> Callable:
     """A retriever's ``fuse`` step from a learner's fusion: no weights, and only ids the lists hold."""
+    @functools.wraps(fuse)
     def fused(lists: dict[str, list[str]], weights: dict | None = None) -> list[tuple[str, float]]:
         if weights:
             raise ValueError("a learner's fusion takes no weights")
@@ -112,5 +115,7 @@ class LearnerAssistant(Assistant):
     """
 
     def __init__(self, *args, citation_check: Callable[[str, int], list], **kwargs):
-        super().__init__(*args, check=lambda text, sources: learner_citations(text, sources, citation_check), **kwargs)
-        self.citation_check = citation_check          # the answer cache keys on its code
+        @functools.wraps(citation_check)
+        def check(text: str, sources: list[Source]) -> CitationCheck:
+            return learner_citations(text, sources, citation_check)
+        super().__init__(*args, check=check, **kwargs)

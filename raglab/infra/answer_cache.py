@@ -3,7 +3,8 @@
 The key (``AnswerCache.key``) is the question normalized (Unicode NFKC, case folded, runs of spaces as one,
 a trailing question mark or full stop dropped), the user's access groups (sorted, public always in), the
 index version, and the assistant's settings: the retriever mode, its levers and reranker, top k, refusal
-threshold and text, the generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights).
+threshold and text, the generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights),
+and the steps handed in as functions (the keyword search, the fusion, the citation check: ``step_id``).
 Two users with different groups never share an entry, so a premium user's answer is never served to a
 public user asking the same words. The cache is emptied when it sees another index version (a reindex),
 holds at most ``size`` answers (least recently used out first) and is safe to use from several threads.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import re
 import threading
@@ -57,6 +59,27 @@ def settings_of(generator) -> dict:
     return out
 
 
+def step_id(step) -> str | None:
+    """What a step handed to the retriever or assistant is, for the key: a hash of its function's code (or of its
+    class's, for an object). A course wrapper names the learner's function it wraps as ``__wrapped__``
+    (``functools.wraps``), and that function is the one hashed: two learners' fusions differ, though both run
+    through the same wrapper.
+
+    >>> import functools
+    >>> def mine(lists): return []
+    >>> def theirs(lists): return [("a", 1.0)]
+    >>> wrap = lambda fn: functools.wraps(fn)(lambda lists, weights=None: fn(lists))
+    >>> step_id(wrap(mine)) == step_id(mine) != step_id(wrap(theirs))
+    True
+    """
+    if step is None:
+        return None
+    step = inspect.unwrap(step)
+    if inspect.isfunction(step) or inspect.ismethod(step):
+        return code_hash(step)
+    return f"{type(step).__qualname__}:{code_hash(type(step))}"
+
+
 class AnswerCache:
     """At most ``size`` answers; ``get``/``put`` by ``key``; emptied when the index version changes."""
 
@@ -77,8 +100,8 @@ class AnswerCache:
                  "levers": repr(assistant.retriever.levers),
                  "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
                  "generator": settings_of(assistant.generator),
-                 # a course LearnerAssistant judges citations with the learner's function: its code changes answers
-                 "citation_check": code_hash(assistant.citation_check) if hasattr(assistant, "citation_check") else None}
+                 "keyword": step_id(assistant.retriever.keyword), "fuse": step_id(assistant.retriever.fuse),
+                 "check": step_id(assistant.check)}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
     def _see(self, version: str) -> None:

@@ -75,9 +75,11 @@ def test_any_setting_that_changes_an_answer_changes_the_key(assistant):
         assert cache.key(other, "How do I reset my password?", None) != key
 
 
-def test_a_learners_citation_check_is_in_the_key(assistant):
-    """Two learners' checks judge the same answer differently: neither is served the other's cached answer."""
-    from raglab.course.stages import LearnerAssistant
+def test_each_step_handed_in_is_in_the_key(assistant):
+    """A learner's citation check, BM25 or fusion, or a check handed to the book's Assistant, changes answers:
+    two learners' functions never share an entry, and the same function handed in again finds its own."""
+    from raglab.book.citations import check_citations
+    from raglab.course.stages import LearnerAssistant, LearnerRetriever
 
     def lenient(answer, n_sources):
         return []
@@ -85,13 +87,32 @@ def test_a_learners_citation_check_is_in_the_key(assistant):
     def strict(answer, n_sources):
         return ["1"]
 
-    def learner(check):
-        a = LearnerAssistant(assistant.retriever, assistant.generator, threshold=assistant.threshold,
-                             guard=assistant.guard, citation_check=check)
+    def flat(query_tokens, docs_tokens):
+        return [float(len(set(query_tokens) & set(d))) for d in docs_tokens]
+
+    def first_list_first(lists):
+        return [(i, 1.0 / (1 + r)) for r, i in enumerate(dict.fromkeys(lists["dense"] + lists["bm25"]))]
+
+    def reversed_lists(lists):
+        return [(i, 1.0 / (1 + r)) for r, i in enumerate(dict.fromkeys(lists["bm25"] + lists["dense"]))]
+
+    index, embedder, reranker = assistant.retriever.index, assistant.retriever.embedder, assistant.retriever.reranker
+
+    def key(retriever=assistant.retriever, **kwargs):
+        cls = LearnerAssistant if "citation_check" in kwargs else Assistant
+        a = cls(retriever, assistant.generator, threshold=assistant.threshold, guard=assistant.guard, **kwargs)
         return AnswerCache(8).key(a, "How do I reset my password?", None)
 
     book = AnswerCache(8).key(assistant, "How do I reset my password?", None)
-    assert len({book, learner(lenient), learner(strict)}) == 3
+    assert key() == book == key(check=check_citations)                 # the default, named or not
+    keys = [key(citation_check=lenient), key(citation_check=strict),
+            key(check=lambda text, sources: check_citations(text, sources, lambda token, source: True)),
+            key(LearnerRetriever(index, embedder, reranker, bm25_scores=flat)),
+            key(LearnerRetriever(index, embedder, reranker, fuse=first_list_first)),
+            key(LearnerRetriever(index, embedder, reranker, fuse=reversed_lists))]
+    assert len({book, *keys}) == 1 + len(keys)
+    assert key(citation_check=strict) == keys[1]                                   # the same function again
+    assert key(LearnerRetriever(index, embedder, reranker, fuse=reversed_lists)) == keys[5]
 
 
 def test_a_reindex_empties_it_and_it_holds_at_most_its_size():
