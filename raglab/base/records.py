@@ -25,16 +25,16 @@ class Hit:
 
 
 class Ranked(list):
-    """The hits of one search, best first (a list of ``Hit``), carrying the evidence the search saw on the way:
+    """The hits of one search, best first (a list of ``Hit``), carrying what the search saw on the way:
     ``top_dense``, the best dense cosine among the rows the user may read (None when no dense search ran), which
-    an assistant without a reranker refuses on.
+    an assistant without a reranker refuses on; and ``timings_ms``, each stage's time in milliseconds.
 
-    >>> hits = Ranked([Hit("a#1", "a", 0.03, 1)], top_dense=0.71)
-    >>> [h.id for h in hits], hits.top_dense
-    (['a#1'], 0.71)
+    >>> hits = Ranked([Hit("a#1", "a", 0.03, 1)], top_dense=0.71, timings_ms={"dense": 1.5})
+    >>> [h.id for h in hits], hits.top_dense, hits.timings_ms
+    (['a#1'], 0.71, {'dense': 1.5})
     """
 
-    def __init__(self, hits=(), top_dense: float | None = None):
+    def __init__(self, hits=(), top_dense: float | None = None, timings_ms: dict[str, float] | None = None):
         super().__init__(hits)
         self.top_dense = top_dense
-
+        self.timings_ms = dict(timings_ms or {})

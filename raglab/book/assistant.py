@@ -175,8 +175,8 @@ class Assistant:
         retrieve, gate on the evidence, generate, verify."""
         started = time.perf_counter()
         hits, strength, unknown = self.retrieve(question, user)
-        timings = {"retrieve": round(_ms(started) - self.retriever.timings_ms.get("rerank", 0), 2),
-                   "rerank": self.retriever.timings_ms.get("rerank", 0.0)}
+        rerank_ms = hits.timings_ms.get("rerank", 0.0)
+        timings = {"retrieve": round(_ms(started) - rerank_ms, 2), "rerank": rerank_ms}
         sources = self.sources(hits)
         refused_early, prompt, raw = self.gate(strength, unknown), None, ""
         if refused_early:

@@ -86,7 +86,7 @@ def rrf_fuse(lists: dict[str, list[str]], weights: dict | None = None) -> list[t
 class Retriever:
     """Dense, BM25, hybrid and reranked search over one index (any ``raglab.book.memory_index.SearchIndex``), for
     one embedder. Each search returns ``Ranked`` hits, which carry the best dense cosine the search saw (the
-    evidence of an assistant without a reranker); after each search ``timings_ms`` holds each stage's time.
+    evidence of an assistant without a reranker) and each stage's time (``Ranked.timings_ms``).
 
     The steps are arguments: ``reranker`` (hybrid's top candidates reordered), ``keyword`` (the keyword search,
     ``(query, k, user) -> (row, score)`` pairs; default the index's BM25) and ``fuse`` (the ranked id lists by
@@ -97,7 +97,6 @@ class Retriever:
                  keyword: Callable | None = None, fuse: Callable = rrf_fuse):
         self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
         self.keyword, self.fuse = keyword, fuse
-        self.timings_ms: dict[str, float] = {}
         self._titles: BM25 | None = None
 
     def warm(self) -> None:
@@ -118,23 +117,19 @@ class Retriever:
         chunks = self.index.chunks
         return [Hit(chunks[r].id, chunks[r].doc, s, n, {name: n}) for n, (r, s) in enumerate(pairs, 1)]
 
-    def _timed(self, stage: str, fn, *args):
-        t = time.perf_counter()
-        out = fn(*args)
-        self.timings_ms[stage] = round((time.perf_counter() - t) * 1000, 2)
-        return out
-
     def dense(self, query: str, k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """Cosine similarity of MiniLM vectors (exact inner product on unit vectors)."""
-        q = self._timed("embed_query", self.embedder.encode_query, query)
-        pairs = self._timed("dense", self.index.dense_search, q, k, user)
-        return Ranked(self._hits(pairs, "dense"), float(pairs[0][1]) if pairs else 0.0)
+        ms: dict[str, float] = {}
+        q = _timed(ms, "embed_query", self.embedder.encode_query, query)
+        pairs = _timed(ms, "dense", self.index.dense_search, q, k, user)
+        return Ranked(self._hits(pairs, "dense"), float(pairs[0][1]) if pairs else 0.0, ms)
 
     def bm25(self, query: str, k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """BM25 (k1=1.5, b=0.75, Lucene idf) over the same chunks, plus the page-title field when
         ``levers.title_weight`` is set; or the ``keyword`` search the retriever was handed."""
         search = self.keyword or (self._fields_search if self.levers.title_weight else self.index.bm25_search)
-        return Ranked(self._hits(self._timed("bm25", search, query, k, user), "bm25"))
+        ms: dict[str, float] = {}
+        return Ranked(self._hits(_timed(ms, "bm25", search, query, k, user), "bm25"), timings_ms=ms)
 
     def _fields_search(self, query: str, k: int, user) -> list[tuple[int, float]]:
         allowed = self.index.allowed(user)
@@ -157,7 +152,7 @@ class Retriever:
         lv = self.levers
         fused = demote(fused, lambda i: self.index.chunks[row[i]].doc, query, lv.demote, lv.demote_factor)[:k]
         return Ranked([Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)],
-                      dense.top_dense)
+                      dense.top_dense, dense.timings_ms | keyword.timings_ms)
 
     def rerank(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
                depth: int | None = None) -> Ranked:
@@ -169,7 +164,8 @@ class Retriever:
         candidates = self.hybrid(query, depth, user, depth)
         field = getattr(self.reranker, "reads", "text")     # a reranker may read the chunk with its heading prefix
         texts = [getattr(self.index.chunk(h.id), field) for h in candidates]
-        return Ranked(self._timed("rerank", self.reranker.rerank, query, candidates, texts)[:k], candidates.top_dense)
+        ms = dict(candidates.timings_ms)
+        return Ranked(_timed(ms, "rerank", self.reranker.rerank, query, candidates, texts)[:k], candidates.top_dense, ms)
 
     def search(self, query: str, mode: str = "hybrid", k: int = K, user: tuple[str, ...] | None = None) -> Ranked:
         """Run one mode; an empty query or an unknown mode is a clear error.
@@ -185,17 +181,24 @@ class Retriever:
             raise ValueError("empty query: ask something")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.timings_ms = {}
         run = {"dense": self.dense, "bm25": self.bm25, "hybrid": self.hybrid, "rerank": self.rerank}[mode]
         if self.index.parents:        # small chunks are searched, their parents handed on; hybrid fuses the
             fused_from = {"depth": CANDIDATES} if mode in ("hybrid", "rerank") else {}    # usual top 20 of each
             found = run(query, k=k * PARENT_REACH, user=user, **fused_from)
-            return Ranked(to_parents(found, self.index, k), found.top_dense)
+            return Ranked(to_parents(found, self.index, k), found.top_dense, found.timings_ms)
         return run(query, k=k, user=user)
 
     def text(self, hit: Hit) -> str:
         """The chunk text behind a hit."""
         return self.index.chunk(hit.id).text
+
+
+def _timed(ms: dict[str, float], stage: str, fn, *args):
+    """``fn(*args)``, its time in milliseconds written to ``ms[stage]``."""
+    t = time.perf_counter()
+    out = fn(*args)
+    ms[stage] = round((time.perf_counter() - t) * 1000, 2)
+    return out
 
 
 def pages(hits: list[Hit]) -> list[Hit]:

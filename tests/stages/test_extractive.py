@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from raglab.base.records import Hit
+from raglab.base.records import Hit, Ranked
 from raglab.book.chunking import Chunk, ChunkSettings, chunk_corpus
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.answerer.quotes import asks_for_api, question_parts, quotables, signature_line
@@ -447,14 +447,14 @@ class _Index:
 class _Retriever:
     """Stands in for a retriever: the given chunks as hits, best first, with a top reranked score of 0.9."""
 
-    reranker, timings_ms, signals = object(), {}, {}
+    reranker = object()
 
     def __init__(self, sources):
         self.index = _Index(sources)
         self.hits = [Hit(s.chunk.id, s.chunk.doc, 0.9 - 0.1 * n, n + 1) for n, s in enumerate(sources)]
 
     def search(self, question, mode, k, user):
-        return self.hits[:k]
+        return Ranked(self.hits[:k])
 
 
 def test_the_trace_holds_the_prompt_the_model_was_sent():
