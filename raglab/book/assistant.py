@@ -148,10 +148,10 @@ class Assistant:
         return detail | ({"unknown_names": list(unknown)} if unknown else {})
 
     def generate(self, question: str, sources: list[Source]) -> tuple[Generation, str]:
-        """The generator's reply, and the prompt it was sent (for an offline generator, the one a model would get)."""
+        """The generator's reply, and the prompt it was sent (for an offline generator, the book's prompt: the one a
+        model would get)."""
         generation = self.generator.generate(question, sources, self.refusal)
-        prompt = prompt_text(generation.messages or build_messages(
-            question, sources, self.refusal, getattr(self.generator, "extra_instruction", None), self.visible))
+        prompt = prompt_text(generation.messages or build_messages(question, sources, self.refusal, visible=self.visible))
         return generation, prompt
 
     def verify(self, generation: Generation, sources: list[Source]) -> Verdict:

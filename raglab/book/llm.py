@@ -21,8 +21,9 @@ DEFAULT_BASE_URL = "http://localhost:11434/v1"   # Ollama's
 
 @dataclass
 class Generation:
-    """What a generator returned: the raw text, and when known the messages a model was sent, the token usage,
-    and why the generator refused (the stage, its number and the threshold)."""
+    """What a generator returned: the raw text, and when known the messages a model was sent (or, when it refused
+    before calling one, would have been), the token usage, and why the generator refused (the stage, its number
+    and the threshold). A generator with no model (offline) leaves ``messages`` None."""
 
     text: str
     generator: str
@@ -78,9 +79,10 @@ class OpenAIGenerator:
         import openai  # lazy: only with a model server
 
         if self.narrow is not None:
-            sources, refused = self.narrow(question, sources)
-            if refused:
-                return Generation(refusal, self.name, refusal=refused)
+            narrowed, refused = self.narrow(question, sources)
+            if refused:        # no model call: the messages are those the whole sources would have sent
+                return Generation(refusal, self.name, refusal=refused, messages=self.messages(question, sources, refusal))
+            sources = narrowed
         messages = self.messages(question, sources, refusal)
         delay = 0.5
         for attempt in range(self.retries + 1):

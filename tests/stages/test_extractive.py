@@ -422,6 +422,11 @@ def test_a_selection_that_refuses_does_not_call_the_model():
     gen = _openai(ExtractiveGenerator(CosineTable({}, default=0.1)))   # every cosine under the 0.5 floor
     out = gen.generate("Which math function returns the integer square root?", sources)
     assert out.text == REFUSAL and out.refusal["stage"] == "sentence-floor" and gen.client.sent == []
+    # the messages it would have sent, the whole sources with its own instruction, go to the trace
+    gen.extra_instruction = "Answer in one sentence."
+    out = gen.generate("Which math function returns the integer square root?", sources)
+    assert out.messages == gen.messages("Which math function returns the integer square root?", sources, REFUSAL)
+    assert "Answer in one sentence." in out.messages[0]["content"] and "New in version 3.8." in out.messages[1]["content"]
 
 
 def test_a_bad_model_reads_setting_names_itself(monkeypatch):
