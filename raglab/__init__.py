@@ -9,9 +9,9 @@ A notebook starts with ``import raglab as rl`` and calls the pipeline by name::
 The top level holds the pipeline's main names and the packages by role:
 ``rl.book`` (one file per stage), ``rl.base``, ``rl.infra``, ``rl.answerer``, ``rl.guards``, ``rl.evaluation``,
 ``rl.experiments``, ``rl.course`` and ``rl.surfaces``, whose modules load on first use
-(``rl.book.bm25.tokenize``), plus four modules every notebook uses (``rl.config``, ``rl.exercises``,
-``rl.artifacts``, ``rl.plots``). Every other name has one spelling: its module's. ``import raglab`` stays fast:
-nothing loads until it is used (no torch, FAISS or pandas until needed). docs/reference.md lists every name.
+(``rl.book.bm25.tokenize``, ``rl.course.exercises.check``). Every other name has one spelling: its module's.
+``import raglab`` stays fast: nothing loads until it is used (no torch, FAISS or pandas until needed).
+docs/reference.md lists every name.
 """
 import importlib as _importlib
 
@@ -32,13 +32,11 @@ _PIPELINE = {
     "per_question": "raglab.evaluation.scoreboard", "paired_test": "raglab.evaluation.statistics",
     "choose": "raglab.evaluation.statistics",
 }
-# short name -> a package by role, or a module every notebook uses
+# short name -> a package by role
 _PACKAGES = {
     "base": "raglab.base", "book": "raglab.book", "infra": "raglab.infra", "answerer": "raglab.answerer",
     "guards": "raglab.guards", "evaluation": "raglab.evaluation", "experiments": "raglab.experiments",
     "course": "raglab.course", "surfaces": "raglab.surfaces",
-    "config": "raglab.base.config", "exercises": "raglab.course.exercises", "artifacts": "raglab.course.artifacts",
-    "plots": "raglab.surfaces.plots",
 }
 __all__ = [*_PIPELINE, *_PACKAGES]
 

@@ -67,11 +67,11 @@ def test_in_a_notebook_the_hidden_checks_that_pass_read_as_one_line_per_exercise
     failing hidden check in full."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'import raglab as rl\n'
-        'rl.exercises.check("4. by hand", lambda: (True, "ok"))\n'
+        'rl.course.exercises.check("4. by hand", lambda: (True, "ok"))\n'
         'for i in range(5):\n'
-        '    rl.exercises.check(f"4. hidden: case {i}", lambda: (True, f"case {i} agrees"))\n'
-        'rl.exercises.check("5. hidden: an edge", lambda: (True, "agrees"))\n'
-        'rl.exercises.check("5. hidden: another", lambda: (False, "3 words dropped"))')])
+        '    rl.course.exercises.check(f"4. hidden: case {i}", lambda: (True, f"case {i} agrees"))\n'
+        'rl.course.exercises.check("5. hidden: an edge", lambda: (True, "agrees"))\n'
+        'rl.course.exercises.check("5. hidden: another", lambda: (False, "3 words dropped"))')])
     from nbclient import NotebookClient
     NotebookClient(nb, allow_errors=True, kernel_name="python3").execute()
     printed = "".join(o.text for o in nb.cells[0].outputs if o.output_type == "stream")

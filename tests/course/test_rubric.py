@@ -356,8 +356,8 @@ def test_a_submission_copied_from_the_project_and_the_reference_is_flagged(proje
 
 
 def test_a_submission_with_its_own_answers_is_not_flagged(project_artifacts, tmp_path):
-    mine = {"06_evaluation": 'my_failures = []\nrl.artifacts.record("traced_failures", my_failures)',
-            "07_bakeoff": 'my_choice = {"chunking": "x"}\nrl.artifacts.record("choice", my_choice)'}
+    mine = {"06_evaluation": 'my_failures = []\nrl.course.artifacts.record("traced_failures", my_failures)',
+            "07_bakeoff": 'my_choice = {"chunking": "x"}\nrl.course.artifacts.record("choice", my_choice)'}
     sub = _submission(tmp_path, [], mine)
     results = {r.criterion: r for r in check(project_artifacts, submission=sub)}
     assert results["failure analysis not copied from the reference solution"].passed
