@@ -2,12 +2,14 @@
 citations in code, and return an ``Answer``.
 
 The assistant refuses in three places, always with the same exact text (``raglab.book.refusal``):
-``weak-evidence`` before any model call (the top reranked score, or without a reranker the top dense cosine,
-is below the threshold, or the question names something no chunk contains), ``model-refused`` (a model declined)
+``weak-evidence`` before any model call (the evidence, by default the top reranked score or without a reranker
+the top dense cosine, is below the threshold), ``model-refused`` (a model declined)
 or ``no-sentence-selected`` (no model ran: the generator's sentence selection chose none), and ``invalid-citation``
 / ``no-citation`` (a citation that is not a retrieved source, or no valid citation). Taught in notebook 04.
 
-What it is handed decides the rest: a ``guard`` (``raglab.guards.guard.Guard``: whole sentences, hidden
+What it is handed decides the rest: an ``evidence`` step (how strongly the hits answer the question; over
+technical docs without a reranker ``raglab.guards.names.NameRule`` also refuses a question naming what no page
+holds), a ``guard`` (``raglab.guards.guard.Guard``: whole sentences, hidden
 injected sentences, contact points, ``unsupported-claim``), an ``attribute`` function for models that do not
 cite, a ``trace`` that records each answer (``raglab.infra.traces.Tracer``).
 ``raglab.infra.assemble.build_assistant`` hands in the defaults of a corpus.
@@ -23,7 +25,7 @@ from raglab.book.documents import PUBLIC
 from raglab.book.llm import Generation
 from raglab.book.prompt import Source, build_messages, prompt_text, whole_text
 from raglab.book.refusal import REFUSAL, is_refusal
-from raglab.book.rerank import dense_evidence, evidence_strength, unknown_names
+from raglab.book.rerank import evidence_strength
 
 
 @dataclass
@@ -66,6 +68,25 @@ class Answer:
 
 
 @dataclass
+class Evidence:
+    """How strongly the hits answer the question (compared with the threshold), and the names the question uses
+    that no chunk holds, when the evidence step looks for them."""
+
+    strength: float
+    unknown_names: list[str] = field(default_factory=list)
+
+
+def reranked_evidence(question: str, hits) -> Evidence:
+    """The default evidence with a reranker: the top reranked score."""
+    return Evidence(evidence_strength(hits))
+
+
+def dense_evidence(question: str, hits) -> Evidence:
+    """The default evidence without a reranker: the best dense cosine the search saw (``Ranked.top_dense``)."""
+    return Evidence(hits.top_dense or 0.0)
+
+
+@dataclass
 class Verdict:
     """What the checks made of a reply: the text to show, why it is refused (None: it is not), the refusal's
     detail, the citation check (None when no citation was checked) and whether the citations were attributed."""
@@ -94,27 +115,30 @@ def _ms(since: float) -> float:
 class Assistant:
     """Wires retrieval, generation and the checks.
 
-    ``rerank=True`` answers from the reranked candidates and refuses on the top reranked score (the retriever
-    needs a reranker); ``rerank=False`` answers from hybrid search and refuses on the top dense cosine and unknown
-    names (``raglab.book.rerank.dense_evidence``).
+    ``rerank=True`` answers from the reranked candidates and by default refuses on the top reranked score (the
+    retriever needs a reranker); ``rerank=False`` answers from hybrid search and by default refuses on the top
+    dense cosine.
     """
 
     def __init__(self, retriever, generator, threshold: float, k: int = 5,
                  refusal: str = REFUSAL, rerank: bool = True, guard=None,
                  attribute: Callable[[str, list[Source]], str] | None = None, trace: Callable[[dict], None] | None = None,
-                 check: Callable[[str, list[Source]], CitationCheck] = check_citations):
+                 check: Callable[[str, list[Source]], CitationCheck] = check_citations,
+                 evidence: Callable[[str, list], Evidence] | None = None):
         """``threshold``: the evidence strength below which it refuses (chosen on a dev split: ``raglab.book.refusal``);
         ``guard``: a ``raglab.guards.guard.Guard`` (None: sources are the chunks as retrieved, nothing hidden or
         checked beyond the citations); ``attribute``: cites an answer that has no valid citation (post-hoc);
         ``trace``: called with one record per answer; ``check``: the verdict on an answer's citations, each of
         which must name one of the sources (``raglab.book.citations.check_citations``; the course passes a
-        learner's)."""
+        learner's); ``evidence``: ``(question, hits) -> Evidence`` (None: ``reranked_evidence`` or
+        ``dense_evidence``, as ``rerank`` says)."""
         if rerank and retriever.reranker is None:
             raise ValueError("a reranking assistant needs a reranker (its top score is the evidence strength): "
                              "pass reranker= to Retriever, or rerank=False")
         self.retriever, self.generator, self.rerank, self.guard = retriever, generator, rerank, guard
         self.threshold, self.k, self.refusal = threshold, k, refusal
         self.attribute, self.trace, self.check = attribute, trace, check
+        self.evidence = evidence or (reranked_evidence if rerank else dense_evidence)
 
     @property
     def mode(self) -> str:
@@ -126,12 +150,10 @@ class Assistant:
         return self.guard.visible(source) if self.guard else whole_text(source)
 
     def retrieve(self, question: str, user: tuple[str, ...] | None = None) -> tuple[list, float, list[str]]:
-        """The hits an answer is made from, the evidence strength, and the unknown names (none when reranking)."""
+        """The hits an answer is made from, the evidence strength, and the unknown names (the evidence step's)."""
         hits = self.retriever.search(question, self.mode, self.k, user)
-        if self.rerank:
-            return hits, evidence_strength(hits), []
-        unknown = unknown_names(question, self.retriever.index.bm25.vocab)
-        return hits, dense_evidence(hits.top_dense or 0.0, unknown), unknown
+        found = self.evidence(question, hits)
+        return hits, found.strength, found.unknown_names
 
     def sources(self, hits: list) -> list[Source]:
         """The numbered sources of these hits (the guard widens each to whole sentences)."""

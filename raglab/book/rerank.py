@@ -10,17 +10,14 @@
   document by its best piece is the MaxP of Dai and Callan, "Deeper Text Understanding for IR with Contextual
   Neural Language Modeling" (SIGIR 2019), here with sentences and bi-encoder cosines.
 
-Without a reranker the evidence strength is the top dense cosine, and a question that names
-something (an API, a library) no chunk contains is refused (``unknown_names``, ``dense_evidence``).
-Loading a model and picking a reranker by name (``make_reranker``) are ``raglab.infra.rerankers``'s. Taught in
+Without a reranker the evidence strength is the top dense cosine (``raglab.book.assistant``). Loading a model and picking a reranker by name (``make_reranker``) are ``raglab.infra.rerankers``'s. Taught in
 notebook 03.
 """
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import replace
-from typing import Container, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -104,54 +101,3 @@ class CrossEncoderReranker:
 def evidence_strength(hits: list[Hit]) -> float:
     """The top reranked score: how strongly the best candidate supports an answer (0 with no hits)."""
     return hits[0].score if hits else 0.0
-
-
-_NAME_LIKE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"      # dotted: requests.Session
-                        r"|\w*_\w*"                                # snake_case: process_cpu_count
-                        r"|[A-Za-z_]\w*(?=\()"                      # called: cuda()
-                        r"|\w*[a-z][A-Z]\w*|[A-Z]{2,}[a-z]\w*"     # camelCase / PascalCase / HTTPAdapter
-                        r"|\b[A-Z]{3,}\b"                          # an acronym or a product in capitals: MATLAB
-                        r"|\w*[A-Za-z]\d\w*|\w*\d[A-Za-z]\w*"     # letters and digits: boto3, S3
-                        r"|(?<=[a-z,;:] )[A-Z][a-z]+")              # Capitalized inside a sentence: Flask
-
-
-def name_like(question: str) -> list[str]:
-    """Words of a question that name something (an API, a library, a product), lowercased.
-
-    >>> name_like("How do I upload a file to an S3 bucket with boto3 and Flask, not os.path.join()?")
-    ['s3', 'boto3', 'flask', 'os.path.join']
-    """
-    return [m.group().strip("._").lower() for m in _NAME_LIKE.finditer(question) if m.group().strip("._")]
-
-
-def unknown_names(question: str, vocab: Container[str]) -> list[str]:
-    """The names a question uses that no chunk contains (``vocab``: the BM25 vocabulary). A dotted
-    name counts as unknown only when its last part is unknown too (``os.process_cpu_count``): the
-    parts of ``requests.Session`` are ordinary words of the docs.
-
-    >>> unknown_names("Does requests.Session retry? And os.process_cpu_count()?", {"os", "session", "retry"})
-    ['os.process_cpu_count']
-    """
-    out = []
-    for name in name_like(question):
-        last = name.rsplit(".", 1)[-1]
-        if not any(form in vocab for form in (name, last, *_singular(last))):
-            out.append(name)
-    return out
-
-
-def _singular(word: str) -> list[str]:
-    """The forms a plural name may have in the singular: ``Saturdays`` -> ``saturday``, ``boxes`` -> ``box``.
-
-    >>> _singular("saturdays"), _singular("boxes"), _singular("os")
-    (['saturday'], ['boxe', 'box'], [])
-    """
-    if len(word) < 4 or not word.endswith("s") or word.endswith("ss"):
-        return []
-    return [word[:-1]] + ([word[:-2]] if word.endswith("es") else [])
-
-
-def dense_evidence(top_cosine: float, unknown: list[str]) -> float:
-    """Evidence strength without a reranker: the top dense cosine, minus 1 when the question names
-    something unknown (no cosine can then reach a threshold). Chosen on the full docs' dev split."""
-    return top_cosine - (1.0 if unknown else 0.0)

@@ -4,13 +4,12 @@ Every mode returns the same record, ``Hit``: chunk id, document, score, 1-based 
 rank each component retriever gave it. The user's access groups are applied inside FAISS and
 inside BM25 scoring, never afterwards. Taught in notebooks 02 (dense, BM25), 03 (hybrid, rerank) and 05 (access).
 
-Two optional levers (``Levers``; each corpus's defaults, chosen on a dev split, are in ``raglab.infra.corpora``):
-BM25 can add the BM25 score of the chunk's page title ("most fields"), and hybrid search can demote release
-notes, which restate API pages in passing, unless the question asks about versions.
+One optional lever (``Levers``; each corpus's default, chosen on a dev split, is in ``raglab.infra.corpora``):
+BM25 can add the BM25 score of the chunk's page title ("most fields"). A ``rescore`` step can reorder hybrid's
+fused list before it is cut (the Python docs demote their release notes: ``raglab.infra.release_notes``).
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -29,44 +28,9 @@ class Levers:
     """What a retriever does beyond plain BM25 and RRF (the default, ``Levers()``, does nothing).
 
     - ``title_weight``: BM25 = BM25(chunk text) + ``title_weight`` x BM25(the chunk's page title).
-    - ``demote``, ``demote_factor``: in hybrid search, chunks of pages whose id starts with one of
-      ``demote`` get their fused score multiplied by ``demote_factor``, unless ``version_intent``.
     """
 
     title_weight: float = 0.0
-    demote: tuple[str, ...] = ()
-    demote_factor: float = 1.0
-
-
-_VERSION_INTENT = re.compile(r"\b(?:version|versions|added|introduced|new in|changed|deprecated|removed|since|"
-                             r"release|what's new|whatsnew|python \d\.\d+|\d\.\d+)\b", re.I)
-
-
-def version_intent(question: str) -> bool:
-    """Does the question ask about versions or changes (then release notes are fair game)?
-
-    >>> version_intent("Which Python version added hashlib.file_digest()?"), version_intent("What does round() do?")
-    (True, False)
-    """
-    return bool(_VERSION_INTENT.search(question))
-
-
-def demote(fused: list[tuple[str, float]], doc_of, question: str, prefixes: tuple[str, ...],
-           factor: float) -> list[tuple[str, float]]:
-    """Fused ``(id, score)`` pairs with the scores of chunks from pages starting with ``prefixes``
-    multiplied by ``factor`` and re-sorted (ties keep their order), unless the question asks about
-    versions. "What does X do" should land on X's page, not on the release note that added X.
-
-    >>> doc = {"a": "whatsnew/3.9.txt", "b": "library/stdtypes.txt"}.get
-    >>> demote([("a", 0.03), ("b", 0.02)], doc, "What does str.removeprefix return?", ("whatsnew/",), 0.5)
-    [('b', 0.02), ('a', 0.015)]
-    >>> demote([("a", 0.03), ("b", 0.02)], doc, "Which version added str.removeprefix?", ("whatsnew/",), 0.5)
-    [('a', 0.03), ('b', 0.02)]
-    """
-    if not prefixes or factor == 1.0 or version_intent(question):
-        return fused
-    scaled = [(i, s * factor if doc_of(i).startswith(prefixes) else s) for i, s in fused]
-    return sorted(scaled, key=lambda pair: -pair[1])
 
 
 def candidate_depth(k: int, depth: int | None) -> int:
@@ -90,13 +54,14 @@ class Retriever:
 
     The steps are arguments: ``reranker`` (hybrid's top candidates reordered), ``keyword`` (the keyword search,
     ``(query, k, user) -> (row, score)`` pairs; default the index's BM25) and ``fuse`` (the ranked id lists by
-    retriever name, and weights, to ``(id, score)`` pairs; default ``rrf_fuse``). The course passes a learner's.
+    retriever name, and weights, to ``(id, score)`` pairs; default ``rrf_fuse``) and ``rescore`` (the query, the
+    fused pairs and a chunk id's page to the pairs reordered; default none). The course passes a learner's.
     """
 
     def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(), *,
-                 keyword: Callable | None = None, fuse: Callable = rrf_fuse):
+                 keyword: Callable | None = None, fuse: Callable = rrf_fuse, rescore: Callable | None = None):
         self.index, self.embedder, self.reranker, self.levers = index, embedder, reranker, levers
-        self.keyword, self.fuse = keyword, fuse
+        self.keyword, self.fuse, self.rescore = keyword, fuse, rescore
         self._titles: BM25 | None = None
 
     def warm(self) -> None:
@@ -138,8 +103,8 @@ class Retriever:
 
     def hybrid(self, query: str, k: int = K, user: tuple[str, ...] | None = None,
                depth: int | None = None, weights: dict | None = None) -> Ranked:
-        """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), release notes demoted
-        (``levers``), cut to ``k``. ``depth`` is ``CANDIDATES`` (20), or ``k`` when more hits are asked for, so
+        """Dense top-``depth`` and BM25 top-``depth`` fused by RRF (k=60), reordered by ``rescore`` when
+        given, cut to ``k``. ``depth`` is ``CANDIDATES`` (20), or ``k`` when more hits are asked for, so
         ``k`` hits come back when the user may read as many chunks; a ``depth`` given below ``k`` caps them."""
         depth = candidate_depth(k, depth)
         dense, keyword = self.dense(query, depth, user), self.bm25(query, depth, user)
@@ -149,8 +114,9 @@ class Retriever:
         lists = {"dense": [h.id for h in dense], "bm25": [h.id for h in keyword]}
         fused = self.fuse(lists, weights)
         row = self.index.row_of
-        lv = self.levers
-        fused = demote(fused, lambda i: self.index.chunks[row[i]].doc, query, lv.demote, lv.demote_factor)[:k]
+        if self.rescore is not None:
+            fused = self.rescore(query, fused, lambda i: self.index.chunks[row[i]].doc)
+        fused = fused[:k]
         return Ranked([Hit(i, self.index.chunks[row[i]].doc, s, n, ranks[i]) for n, (i, s) in enumerate(fused, 1)],
                       dense.top_dense, dense.timings_ms | keyword.timings_ms)
 

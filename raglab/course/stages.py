@@ -35,7 +35,7 @@ class LearnerRetriever(Retriever):
     ``fuse(lists)`` receives the ranked chunk ids by retriever name, best first (``{"dense": [...],
     "bm25": [...]}``), and returns ``(id, score)`` pairs, best first, of ids from those lists (``learner_fusion``).
 
-    Neither runs with the levers (``Levers()`` only), nor does a learner's fusion take weights.
+    Neither runs with the title lever (``Levers()`` only) or a rescoring step, nor does a learner's fusion take weights.
 
     >>> fuse = lambda lists: [("b", 2), ("a", 1)]
     >>> LearnerRetriever(None, None, fuse=fuse).fuse({"dense": ["a", "b"], "bm25": ["b"]})
@@ -48,7 +48,7 @@ class LearnerRetriever(Retriever):
     def __init__(self, index, embedder, reranker=None, levers: Levers = Levers(), *,
                  bm25_scores: Callable[[list[str], list[list[str]]], list] | None = None,
                  fuse: Callable[[dict[str, list[str]]], list] | None = None):
-        if (bm25_scores or fuse) and (levers.title_weight or levers.demote):
+        if (bm25_scores or fuse) and levers.title_weight:
             raise ValueError("a learner's BM25 or fusion runs without the levers: pass levers=Levers()")
         super().__init__(index, embedder, reranker, levers,
                          keyword=LearnerBM25(index, bm25_scores) if bm25_scores else None,

@@ -197,14 +197,14 @@ def _measure_cost(corpus, profile, n, server_url, hosted, prices_path, golden, h
         rule, tracer = Guard(), Tracer(trace)     # a model's prompt hides what the injection rule flags
         local = RecordingGenerator(OpenAIGenerator(base_url=server_url, model=MODEL_ALIAS, max_tokens=max_tokens,
                                                    timeout=timeout, visible=rule.visible))
-        arms = [("local", Assistant(base.retriever, local, base.threshold, rerank=base.rerank, guard=rule, trace=tracer),
+        arms = [("local", Assistant(base.retriever, local, base.threshold, rerank=base.rerank, evidence=base.evidence, guard=rule, trace=tracer),
                  local, local_price),
-                ("extractive", Assistant(base.retriever, base.generator, base.threshold, rerank=base.rerank,
+                ("extractive", Assistant(base.retriever, base.generator, base.threshold, rerank=base.rerank, evidence=base.evidence,
                                          guard=base.guard, trace=tracer), None, free)]
         if hosted_url:
             remote = RecordingGenerator(OpenAIGenerator(base_url=hosted_url, model=hosted_price.model,
                                                         max_tokens=max_tokens, timeout=timeout, visible=rule.visible))
-            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, rerank=base.rerank,
+            arms.append(("hosted-measured", Assistant(base.retriever, remote, base.threshold, rerank=base.rerank, evidence=base.evidence,
                                                       guard=rule, trace=tracer), remote, hosted_price))
         # warm-up: retrieval caches (query vectors, reranker sentences) and the server's first call, so that
         # every arm's latency is measured in the same state; the arms then alternate question by question

@@ -140,7 +140,7 @@ def _measure_longcontext(corpus, profile, generator, budget, n, server_url, sent
             gen = ExtractiveGenerator(base.retriever.embedder, sentence_cap=sentence_cap)
         extra = getattr(gen, "extra_instruction", None)
         guard = Guard(getattr(gen, "detector", None))
-        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, rerank=base.rerank, guard=guard, trace=Tracer(trace))
+        rag = Assistant(base.retriever, gen, base.threshold, k=base.k, rerank=base.rerank, evidence=base.evidence, guard=guard, trace=Tracer(trace))
         packer = PackedRetriever(docs, budget, base.retriever.embedder, max_tokens=max_tokens, extra_instruction=extra)
         lc = Assistant(packer, gen, threshold=-math.inf, guard=guard, trace=Tracer(trace))   # no retrieval score, no evidence gate
         index = base.retriever.index

@@ -4,7 +4,7 @@ The key (``AnswerCache.key``) is the question normalized (Unicode NFKC, case fol
 a trailing question mark or full stop dropped), the user's access groups (sorted, public always in), the
 index version, and the assistant's settings: the retriever mode, its levers and reranker, top k, refusal
 threshold and text, the generator's name and every plain setting it has (numbers, strings, flags; a sentence scorer's weights),
-and the steps handed in as functions (the keyword search, the fusion, the citation check: ``step_id``).
+and the steps handed in as functions (the keyword search, the fusion, the rescoring, the citation check, the evidence: ``step_id``).
 Two users with different groups never share an entry, so a premium user's answer is never served to a
 public user asking the same words. The cache is emptied when it sees another index version (a reindex),
 holds at most ``size`` answers (least recently used out first) and is safe to use from several threads.
@@ -13,6 +13,7 @@ holds at most ``size`` answers (least recently used out first) and is safe to us
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -77,7 +78,8 @@ def step_id(step) -> str | None:
     step = inspect.unwrap(step)
     if inspect.isfunction(step) or inspect.ismethod(step):
         return code_hash(step)
-    return f"{type(step).__qualname__}:{code_hash(type(step))}"
+    settings = f":{step!r}" if dataclasses.is_dataclass(step) else ""     # ReleaseNotes(("whatsnew/",), 0.5)
+    return f"{type(step).__qualname__}:{code_hash(type(step))}{settings}"
 
 
 class AnswerCache:
@@ -101,7 +103,8 @@ class AnswerCache:
                  "reranker": getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__),
                  "generator": settings_of(assistant.generator),
                  "keyword": step_id(assistant.retriever.keyword), "fuse": step_id(assistant.retriever.fuse),
-                 "check": step_id(assistant.check)}
+                 "rescore": step_id(assistant.retriever.rescore),
+                 "check": step_id(assistant.check), "evidence": step_id(assistant.evidence)}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
     def _see(self, version: str) -> None:

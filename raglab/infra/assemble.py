@@ -22,18 +22,22 @@ from raglab.book.prompt import build_messages, prompt_text
 from raglab.book.retrieve import CANDIDATES, Levers, Retriever
 from raglab.infra.calibration import calibrate, record
 from raglab.guards.guard import Guard
+from raglab.guards.names import NameRule
 from raglab.guards.detector import InjectionDetector
 from raglab.infra.corpora import entry, registered, threshold_for
+from raglab.infra.release_notes import ReleaseNotes
 from raglab.infra.endpoint import llm_settings
 from raglab.infra.index import IndexNotReady, build_index, load_index
 from raglab.infra.pg_index import PgIndex, load_pg_index, sync_pgvector
 from raglab.infra.traces import Tracer
 
 
-def levers_for(corpus: str) -> Levers:
-    """The levers a corpus's assistant runs with (``raglab.infra.corpora``)."""
+def retriever_for(corpus: str, index, embedder, reranker=None) -> Retriever:
+    """The retriever a corpus's assistant runs with: its lever and its release notes demoted
+    (``raglab.infra.corpora``)."""
     e = entry(corpus)
-    return Levers(e.title_weight, e.demote, e.demote_factor)
+    demoted = ReleaseNotes(e.demote, e.demote_factor) if e.demote and e.demote_factor != 1.0 else None
+    return Retriever(index, embedder, reranker, Levers(e.title_weight), rescore=demoted)
 
 
 def get_index(corpus: str = "python-docs", profile: str | None = None, settings: ChunkSettings = ChunkSettings(),
@@ -102,7 +106,7 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
         settings = ChunkSettings(strategy, prefix=prefix)
     embedder = Embedder(model)
     index = get_index(corpus, profile, settings, embedder, kind, store, build)
-    retriever = Retriever(index, embedder, make_reranker(reranker, embedder), levers_for(corpus))
+    retriever = retriever_for(corpus, index, embedder, make_reranker(reranker, embedder))
     rerank = entry(corpus).rerank if reranker is None else True
     choice = generator or ("openai" if config.get("LLM_BASE_URL") else "extractive")
     # the injection detector's regression and the extractive generator's sentence scores were fitted on
@@ -116,6 +120,7 @@ def build_assistant(corpus: str = "python-docs", profile: str | None = None, set
            if choice == "openai" else extractive)
     signal = "rerank" if rerank else "dense"
     assistant = Assistant(retriever, gen, threshold if threshold is not None else 0.0, rerank=rerank, guard=guard,
+                          evidence=None if rerank else NameRule(index.bm25.vocab),
                           attribute=attributor(embedder) if attribution else None,
                           trace=Tracer(config.work_dir() / "traces" / "asks.jsonl"))
     if threshold is None:
@@ -135,6 +140,13 @@ def folder_refusal(assistant: Assistant, signal: str) -> dict:
     return refusal
 
 
+def release_notes(rescore) -> dict:
+    """The release-note demotion a retriever runs with, as the write-up names it."""
+    if isinstance(rescore, ReleaseNotes):
+        return {"demote": rescore.prefixes, "demote_factor": rescore.factor}
+    return {"demote": (), "demote_factor": 1.0}
+
+
 def describe(assistant: Assistant) -> dict:
     """The system in numbers and names, for the write-up: chunking, embedding model, index,
     BM25, fusion, reranker, prompt, generator and where it runs, refusal threshold."""
@@ -150,7 +162,7 @@ def describe(assistant: Assistant) -> dict:
             + (" exact inner product on unit vectors" if m["kind"] == "flat" else " HNSW"),
             "bm25": {"k1": K1, "b": B, "idf": "Lucene, log(1 + (N - n + 0.5) / (n + 0.5))"},
             "fusion": {"method": "reciprocal rank fusion", "k": RRF_K, "depth": CANDIDATES},
-            "levers": asdict(assistant.retriever.levers),
+            "levers": asdict(assistant.retriever.levers) | release_notes(assistant.retriever.rescore),
             "reranker": (getattr(assistant.retriever.reranker, "name", type(assistant.retriever.reranker).__name__)
                          if assistant.rerank else "none (hybrid; refusal on the top dense cosine and unknown names)"),
             "top_k": assistant.k, "threshold": assistant.threshold,

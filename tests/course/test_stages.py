@@ -85,7 +85,7 @@ def test_a_buggy_fusion_shows_and_bad_output_is_refused(small_index):
         LearnerRetriever(small_index, HashEmbedder(), bm25_scores=lambda q, docs: [1.0, 2.0]).bm25("parcel")
 
 
-@pytest.mark.parametrize("levers", [Levers(title_weight=1.0), Levers(demote=("whatsnew/",), demote_factor=0.5)])
+@pytest.mark.parametrize("levers", [Levers(title_weight=1.0)])
 def test_a_learners_stage_runs_without_the_levers(small_index, levers):
     for learner in [{"bm25_scores": library_bm25}, {"fuse": rrf}]:
         with pytest.raises(ValueError, match="pass levers=Levers()"):

@@ -6,11 +6,13 @@ the unknown-names rule are checked as properties on the help-center index.
 import numpy as np
 import pytest
 
+from raglab.base.records import Ranked
 from raglab.book.assistant import Assistant
 from raglab.book.bm25 import tokenize
 from raglab.answerer.extractive import ExtractiveGenerator
-from raglab.book.rerank import dense_evidence, name_like, unknown_names
-from raglab.book.retrieve import Levers, Retriever, demote, version_intent
+from raglab.guards.names import NameRule, name_like, unknown_names
+from raglab.book.retrieve import Levers, Retriever
+from raglab.infra.release_notes import ReleaseNotes, demote, version_intent
 from raglab.guards.guard import Guard
 from raglab.guards.detector import default_detector
 
@@ -56,7 +58,7 @@ def test_demotion_moves_matching_pages_down_unless_the_question_asks_about_versi
     q = "How long do I have to return an item?"
     fused = plain.search(q, "hybrid", 10)
     target = fused[0].doc                                   # demote the page that wins without the lever
-    lever = Retriever(index, embedder, levers=Levers(demote=(target,), demote_factor=0.5))
+    lever = Retriever(index, embedder, rescore=ReleaseNotes((target,), 0.5))
     demoted = lever.search(q, "hybrid", 10)
     assert demoted[0].doc != target
     for h in demoted:
@@ -84,17 +86,23 @@ def test_names_a_question_uses_and_which_are_unknown():
     assert unknown_names("Which versions of MATLAB and CSV work?", vocab) == ["matlab"]
     assert unknown_names("Is it open on Saturdays, like the other Boxes?", {"saturday", "box"}) == []
     assert unknown_names("Do the Classes differ?", {"class"}) == []
-    assert dense_evidence(0.7, []) == 0.7 and dense_evidence(0.7, ["boto3"]) < 0
+    rule = NameRule(vocab)
+    assert rule("How do I sort a list?", Ranked(top_dense=0.7)).strength == 0.7
+    assert rule("Do I need boto3?", Ranked(top_dense=0.7)).strength < 0
 
 
 def test_assistant_without_reranker_refuses_an_unknown_name_and_answers_a_known_topic(index, embedder):
     retriever = Retriever(index, embedder)                  # no reranker
     assistant = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.3, rerank=False,
-                          guard=Guard(default_detector(embedder)))
+                          guard=Guard(default_detector(embedder)), evidence=NameRule(index.bm25.vocab))
     answered = assistant.ask("How long do I have to return an item?")
     assert not answered.refused and answered.evidence == pytest.approx(retriever.search(
         "How long do I have to return an item?", "dense", 1)[0].score, abs=1e-6)
     refused = assistant.ask("How long do I have to return an item bought with Zorblaxify9?")
     assert refused.refused and refused.reason == "weak-evidence" and refused.unknown_names == ["zorblaxify9"]
+    # the book's own evidence step, handed nothing, reads the top dense cosine alone: no name is looked for
+    plain = Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.3, rerank=False)
+    asked = plain.ask("How long do I have to return an item bought with Zorblaxify9?")
+    assert asked.unknown_names == [] and asked.evidence == pytest.approx(refused.evidence + 1.0, abs=1e-6)
     with pytest.raises(ValueError, match="needs a reranker"):
         Assistant(retriever, ExtractiveGenerator(embedder), threshold=0.5)

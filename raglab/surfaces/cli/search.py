@@ -4,8 +4,7 @@ from __future__ import annotations
 from raglab.base.cited import render_cited
 from raglab.infra.embedder import Embedder
 from raglab.infra.rerankers import make_reranker
-from raglab.book.retrieve import Retriever
-from raglab.infra.assemble import get_index, levers_for
+from raglab.infra.assemble import get_index, retriever_for
 from raglab.infra.index import build_index
 from raglab.infra.pg_index import sync_pgvector
 from raglab.surfaces.cli.options import (
@@ -46,7 +45,7 @@ def cmd_search(args) -> int:
     embedder = Embedder(args.model)
     index = get_index(args.corpus, args.profile, chunk_settings(args), embedder, args.kind, args.store, build=False)
     reranker = make_reranker(args.reranker, embedder) if args.mode == "rerank" else None
-    retriever = Retriever(index, embedder, reranker, levers_for(args.corpus))
+    retriever = retriever_for(args.corpus, index, embedder, reranker)
     hits = retriever.search(args.query, args.mode, args.k, user_groups(args))
     rows = [h.to_dict(retriever.text(h)) for h in hits]
     lines = [f"{h.rank:>3}  {h.score:8.4f}  {h.id}" for h in hits] or ["no results"]
