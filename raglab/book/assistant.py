@@ -1,7 +1,8 @@
 """``Assistant.ask(question, user)``: retrieve for this user, refuse early on weak evidence, generate, check the
 citations in code, and return an ``Answer``.
 
-The assistant refuses in three places, always with the same exact text (``raglab.book.refusal``):
+The assistant refuses in three places, always with the same exact text (``raglab.book.refusal``), and a guard
+it is handed adds a fourth (``unsupported-claim``, below):
 ``weak-evidence`` before any model call (the evidence, by default the top reranked score or without a reranker
 the top dense cosine, is below the threshold), ``model-refused`` (a model declined)
 or ``no-sentence-selected`` (no model ran: the generator's sentence selection chose none), and ``invalid-citation``
@@ -184,7 +185,7 @@ class Assistant:
             reason = "no-sentence-selected" if generation.refusal else "model-refused"
             return Verdict(text, reason, generation.refusal or {"stage": reason})  # the selection's stage, number, threshold
         attributed = False
-        if self.attribute and not check_citations(raw, sources).valid:
+        if self.attribute and not self.check(raw, sources).valid:
             text, attributed = self.attribute(raw, sources), True
         check = self.check(text, sources)
         reason = check.reason

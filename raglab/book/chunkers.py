@@ -82,6 +82,8 @@ def char_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
             end = word_ends[i] if i >= 0 and word_ends[i] > pos else word_ends[bisect.bisect_right(word_ends, pos)]
         end = word_ends[bisect.bisect_right(word_ends, end) - 1]  # trim trailing blanks
         spans.append((pos, end))
+        if end >= text_end:      # the page's last word, longer than the window, ended it
+            return spans
         back = end - overlap
         j = bisect.bisect_left(sent_starts, back)
         if j < len(sent_starts) and sent_starts[j] < end:

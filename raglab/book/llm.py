@@ -94,7 +94,7 @@ class OpenAIGenerator:
                 if attempt == self.retries:
                     raise GeneratorUnavailable(
                         f"cannot reach the model server at {self.base_url} ({type(exc).__name__}) after "
-                        f"{self.retries + 1} tries: start one with `raglab llm serve`, or set LLM_BASE_URL "
+                        f"{self.retries + 1} {'try' if self.retries == 0 else 'tries'}: start one with `raglab llm serve`, or set LLM_BASE_URL "
                         f"and LLM_MODEL; without a server use --generator extractive") from exc
                 time.sleep(delay)
                 delay *= 2

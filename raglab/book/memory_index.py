@@ -61,7 +61,8 @@ def rule_mask(chunks: list[Chunk], user: tuple[str, ...] | None, rule: Callable,
     if memo is not None and groups in memo:
         return memo[groups]
     rows = list(rule([c.access for c in chunks], set(groups)))
-    bad = [r for r in rows if not (isinstance(r, (int, np.integer)) and 0 <= r < len(chunks))]
+    bad = [r for r in rows if isinstance(r, (bool, np.bool_))         # a mask of True/False is not row numbers
+           or not (isinstance(r, (int, np.integer)) and 0 <= r < len(chunks))]
     if bad:
         raise ValueError(f"the access rule returned {bad[0]!r}, not a row number from 0 to {len(chunks) - 1}")
     mask = np.zeros(len(chunks), dtype=bool)

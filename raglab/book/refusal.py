@@ -23,7 +23,8 @@ _MODEL_REFUSALS = re.compile(r"\b(i|we) (can't|cannot|can not|could not|couldn't
 
 
 def is_refusal(text: str, refusal: str = REFUSAL) -> bool:
-    """Did the model decline: the exact refusal, or a plain "I can't find / don't know" answer?
+    """Did the model decline: the exact refusal anywhere in the reply, an empty reply, or a plain "I can't find /
+    don't know" answer in its first 300 characters (later, such a phrase qualifies an answer already given)?
 
     >>> is_refusal(REFUSAL), is_refusal("I could not find that in the sources."), is_refusal("Use json.loads [1].")
     (True, True, False)
@@ -44,6 +45,9 @@ def choose_threshold(answerable: list[float], unanswerable: list[float], toleran
     """
     values = sorted(set(answerable) | set(unanswerable))
     cuts = [(a + b) / 2 for a, b in zip(values, values[1:])]
+    if not answerable or not unanswerable or not cuts:
+        raise ValueError(f"no cut to choose: {len(answerable)} answerable and {len(unanswerable)} unanswerable "
+                         f"scores, {len(values)} distinct (a threshold needs both kinds and two distinct scores)")
 
     def j(t: float) -> float:
         tpr = sum(a >= t for a in answerable) / len(answerable)

@@ -45,3 +45,9 @@ def test_no_book_file_is_over_300_lines():
     """A file a learner reads in one sitting, after the notebook that teaches it."""
     long = {p.name: n for p in BOOK.glob("*.py") if (n := len(p.read_text().splitlines())) > 300}
     assert long == {}
+
+
+def test_every_book_file_has_its_test_file():
+    """A reader who opens ``raglab/book/X.py`` finds its tests in ``tests/book/test_X.py``."""
+    missing = [name for name in ORDER if not (ROOT / "tests" / "book" / f"test_{name}.py").is_file()]
+    assert missing == []

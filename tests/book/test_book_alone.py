@@ -2,20 +2,14 @@
 searches it in every mode for a user, and answers with a checked citation or the refusal, with any embedding
 function passed in (here a tiny deterministic one: words of five letters or more hashed into 4,096 buckets). The script runs in a new
 process, whose ``sys.modules`` then holds no module of infra, the guards, the answerer, evaluation, the
-experiments, the course or the surfaces. The in-memory index's searches are checked against numpy brute force.
+experiments, the course or the surfaces.
 """
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-from raglab.base.records import Hit
-from raglab.book.bm25 import BM25
-from raglab.book.chunking import Chunk
-from raglab.book.memory_index import MemoryIndex, access_mask
 
 ROOT = Path(__file__).parents[2]
 HELPCENTER = ROOT / "data" / "helpcenter"
@@ -96,58 +90,3 @@ def test_a_cited_answer_passes_an_invented_citation_and_weak_evidence_are_refuse
     assert alone["invented"]["refused"] is True and alone["invented"]["reason"] == "invalid-citation"
     assert alone["off_topic"]["refused"] is True and alone["off_topic"]["reason"] == "weak-evidence"
     assert alone["off_topic"]["evidence"] < 0.5 <= alone["cited"]["evidence"]
-
-
-# ---------------------------------------------------------------- the in-memory index against numpy
-
-def _index(n=300, dim=16, seed=3):
-    rng = np.random.default_rng(seed)
-    groups = [("public",), ("premium",), ("staff",), ("premium", "staff")]
-    words = ["list", "dict", "sort", "key", "lambda", "file", "open", "read"]
-    chunks, texts = [], []
-    for i in range(n):
-        text = " ".join(rng.choice(words, size=rng.integers(3, 12)))
-        texts.append(text)
-        chunks.append(Chunk(f"d{i}#0", f"d{i}", (), 0, len(text), text, text, groups[i % 4], "words"))
-    vectors = rng.normal(size=(n, dim)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return MemoryIndex(chunks, vectors, BM25(texts)), rng
-
-
-@pytest.mark.parametrize("user", [None, ("premium",), ("staff",), ("premium", "staff")])
-def test_dense_search_is_brute_force_over_the_readable_rows(user):
-    index, rng = _index()
-    readable = access_mask(index.chunks, user)
-    for _ in range(5):
-        q = rng.normal(size=16).astype(np.float32)
-        q /= np.linalg.norm(q)
-        scores = np.where(readable, index.vectors @ q, -np.inf)
-        want = [int(i) for i in np.argsort(-scores, kind="stable")[:10]]
-        got = index.dense_search(q, 10, user)
-        assert [r for r, _ in got] == want and all(readable[r] for r, _ in got)
-        assert np.allclose([s for _, s in got], scores[want])
-
-
-@pytest.mark.parametrize("user", [None, ("staff",)])
-def test_bm25_search_scores_only_the_readable_rows(user):
-    index, _ = _index()
-    readable = access_mask(index.chunks, user)
-    got = index.bm25_search("sort key lambda", 10, user)
-    assert got and all(readable[r] for r, _ in got)
-    scores = index.bm25.scores("sort key lambda")
-    best = sorted((i for i in np.flatnonzero(readable) if scores[i] > 0), key=lambda i: (-scores[i], i))[:10]
-    assert [r for r, _ in got] == best
-
-
-def test_rows_that_do_not_line_up_are_refused():
-    index, _ = _index(n=10)
-    with pytest.raises(ValueError, match="row i of each must be chunk i"):
-        MemoryIndex(index.chunks, index.vectors[:9], index.bm25)
-
-
-def test_hits_name_chunks_of_the_index():
-    index, _ = _index(n=10)
-    assert index.chunk("d3#0").doc == "d3" and index.passages() is index.chunks and len(index.version) == 12
-    with pytest.raises(KeyError, match="no chunk 'nope'"):
-        index.chunk("nope")
-    assert Hit("d3#0", "d3", 1.0, 1).id in index.row_of

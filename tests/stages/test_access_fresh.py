@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from test_generate import PREMIUM_FACTS
+from tests.helpcenter_facts import PREMIUM_FACTS
 
 from raglab.book.assistant import Assistant
 from raglab.book.chunking import ChunkSettings, chunk_corpus

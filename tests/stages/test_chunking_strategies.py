@@ -18,10 +18,8 @@ from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.tokenizer import load_tokenizer
 from raglab.book.documents import Document, load_folder
 from raglab.infra.python_docs import python_docs_dir
-from raglab.evaluation.chunk_checks import check_chunks
 from raglab.infra.index import index_name
 from raglab.infra.packaged_models import MINILM_MAX_TOKENS
-from raglab.infra.tokenizer import load_tokenizer
 from raglab.base.text import blank_rules, paragraphs
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
@@ -59,17 +57,6 @@ def test_the_four_older_strategies_keep_their_manifest_and_folder_names():
     semantic = ChunkSettings("semantic", breakpoint=80)
     assert semantic.record()["breakpoint"] == 80 and semantic.name() == "semantic-256-0-p80"
     assert semantic.label() == "semantic 256 p80"
-
-
-@pytest.mark.parametrize("bad, why", [
-    (ChunkSettings("tokens", 300), "1 to 256|3 to 256"),
-    (ChunkSettings("semantic", overlap=10), "do not overlap"),
-    (ChunkSettings("semantic", breakpoint=100), "percentile"),
-    (ChunkSettings("words", breakpoint=90), "semantic strategy's"),
-])
-def test_settings_that_cannot_work_are_refused(bad, why):
-    with pytest.raises(ValueError, match=why):
-        bad.resolved()
 
 
 def test_the_books_token_window_is_the_packaged_models_and_its_tokenizer_is_handed_in():
@@ -116,26 +103,6 @@ def test_recursive_chunks_are_the_librarys_own_strings(pages):
         assert [blank_rules(page.text)[c.start:c.end] for c in chunks] == splitter.split_text(blank_rules(page.text))
     checks = check_chunks(pages, chunk_corpus(pages, ChunkSettings("recursive"), tokenizer=tok))
     assert checks["uncovered"] == 0 and checks["over_share"] <= 0.01
-
-
-def topic_embed(texts):
-    """Hand-made sentence vectors: a sentence about cats points one way, about taxes another."""
-    return np.array([[1.0, 0.0] if "cat" in t.lower() else [0.0, 1.0] for t in texts], dtype=np.float32)
-
-
-def test_semantic_breakpoints_cut_where_the_topic_changes():
-    """Four sentences, two on each topic: the distances between neighbours are 0, 1, 0, so only the
-    jump (above the page's 90th percentile, 0.8) is a cut."""
-    text = "Cats sleep a lot. A cat purrs when calm. Taxes are due in April. Late taxes cost a fee."
-    doc = Document("pets", "Pets", text, ("public",))
-    chunks = chunk_document(doc, ChunkSettings("semantic"), embed=topic_embed, tokenizer=load_tokenizer())
-    assert [c.text for c in chunks] == ["Cats sleep a lot. A cat purrs when calm.", "Taxes are due in April. Late taxes cost a fee."]
-    # the size still caps a chunk: at 12 tokens each sentence stands alone
-    small = chunk_document(doc, ChunkSettings("semantic", size=12), embed=topic_embed,
-                           tokenizer=load_tokenizer())
-    assert len(small) == 4 and all(model_tokens(c.indexed_text) <= 12 for c in small)
-    with pytest.raises(ValueError, match="embed="):
-        chunk_document(doc, ChunkSettings("semantic"))
 
 
 def test_semantic_on_a_real_page_with_the_model(pages, embedder):

@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 import pytest
-from test_generate import INJECTION_QUESTIONS, PREMIUM_FACTS
+from tests.helpcenter_facts import INJECTION_QUESTIONS, PREMIUM_FACTS
 
 from raglab.book.assistant import Assistant
 from raglab.answerer.attribution import attributor

@@ -15,7 +15,8 @@ from raglab.infra.traces import Tracer
 from raglab.guards.detector import default_detector
 from raglab.answerer.extractive import ExtractiveGenerator
 from raglab.surfaces.web.app import create_app
-from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PREMIUM_FACTS, PUBLIC, TOKENS
+from tests.helpcenter_facts import PREMIUM_FACTS
+from tests.surfaces.test_app import PHONE_QUESTION, PREMIUM, PUBLIC, TOKENS
 
 
 @pytest.fixture()

@@ -23,13 +23,12 @@ from raglab.surfaces.fakemodel import FakeModel
 from raglab.guards.guard import Guard
 from raglab.infra.traces import Tracer
 from raglab.guards.detector import default_detector
+from tests.helpcenter_facts import PREMIUM_FACTS
 
 PUBLIC_TOKEN, PREMIUM_TOKEN = "test-public-token-0001", "test-premium-token-0002"
 TOKENS = {PUBLIC_TOKEN: ["public"], PREMIUM_TOKEN: ["premium"]}
 PUBLIC = {"Authorization": f"Bearer {PUBLIC_TOKEN}"}
 PREMIUM = {"Authorization": f"Bearer {PREMIUM_TOKEN}"}
-# Facts only the premium pages hold (tests/test_generate.py checks them against the corpus).
-PREMIUM_FACTS = ["555-0199", "plus-desk@parcelo.example", "NGA-PLUS-3", "1,800", "plus.api.parcelo.example"]
 PREMIUM_QUESTIONS = ["What is the Parcelo Plus Concierge phone number?",
                      "What are the Parcelo Plus API rate limits?",
                      "Which email address do Plus members use for priority support?",

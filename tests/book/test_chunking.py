@@ -1,4 +1,9 @@
-"""Chunking: the course's word windows, offsets, stable ids, sections, tables, sentences."""
+"""Chunk records (raglab/book/chunking.py): each chunk's offsets give back the document's exact text, every
+word is in some chunk, ids are stable across processes and follow the headings' slugs, the contextual prefix
+goes into the indexed text only, settings are checked and a page's access is every chunk's. References: the
+documents' own text sliced independently, a word-by-word coverage scan with its own heading finder, a second
+Python process, and records written out by hand. How each strategy cuts text: test_chunkers.py,
+test_model_chunkers.py; the section splitter: test_sections.py."""
 import hashlib
 import re
 import subprocess
@@ -6,39 +11,18 @@ import sys
 
 import pytest
 
-from raglab.book.chunkers import char_spans, pack
-from raglab.book.chunking import STRATEGIES, ChunkSettings, chunk_corpus, chunk_document
-from raglab.book.sections import split_sections
+from raglab.book.chunking import (
+    STRATEGIES,
+    Chunk,
+    ChunkSettings,
+    chunk_corpus,
+    chunk_document,
+    prefix_for,
+    spans_of,
+)
 from raglab.infra.tokenizer import load_tokenizer, token_lengths
-from raglab.book.documents import load_folder, make_document
-from raglab.infra.python_docs import python_docs_dir
-from raglab.base.text import sentence_ends
-
-
-def course_chunk_text(doc_id, text, max_words=150, overlap=30):
-    """Reference: the course text's sliding word window, after its underline-rule cleaning."""
-    text = re.sub(r"[=\-*~^]{4,}", " ", text)
-    words, chunks, start = text.split(), [], 0
-    while start < len(words):
-        chunks.append((f"{doc_id}#{len(chunks)}", " ".join(words[start:start + max_words])))
-        if start + max_words >= len(words):
-            break
-        start += max_words - overlap
-    return chunks
-
-
-@pytest.fixture(scope="module")
-def real_pages():
-    """Pages with many grid tables and deep headings, from the full docs."""
-    return load_folder(python_docs_dir(), (".txt",), only=["library/stdtypes.txt", "library/datetime.txt",
-                                                          "library/string.txt", "reference/datamodel.txt"])
-
-
-@pytest.mark.parametrize("size,overlap", [(150, 30), (60, 0), (200, 199)])
-def test_word_windows_match_the_course_reference(python_docs, size, overlap):
-    for doc in python_docs:
-        ours = [(c.id, c.indexed_text) for c in chunk_document(doc, ChunkSettings("words", size, overlap))]
-        assert ours == course_chunk_text(doc.id, doc.text, size, overlap), doc.id
+from raglab.book.documents import make_document
+from tests.book.headings_reference import independent_headings
 
 
 def letters_embed(texts):
@@ -90,7 +74,7 @@ def check_every_word_is_in_some_chunk(docs):
             if strategy not in ("headings", "parent"):     # both skip a heading with no text of its own
                 assert missing == [], (strategy, doc.id, missing[:5])
                 continue
-            heads = set(_independent_headings(doc.text))
+            heads = set(independent_headings(doc.text))
             paths = {title for c in chunks for title in c.heading}
             for pos, word in missing:
                 start, line = line_at(doc.text, pos)
@@ -142,97 +126,6 @@ def test_ids_are_stable_across_runs_and_processes(python_docs):
     assert _ids_digest(code) == here
 
 
-def test_char_windows_respect_size_and_never_cut_a_word(python_docs):
-    for strategy, size, overlap in [("chars", 500, 80), ("large", 3000, 400), ("chars", 120, 30)]:
-        for doc in python_docs:
-            spans = char_spans(doc.text, size, overlap)
-            for (a, b), (a2, _) in zip(spans, spans[1:] + [(len(doc.text) + 1, 0)]):
-                assert a == 0 or doc.text[a - 1].isspace(), (doc.id, a)
-                assert b == len(doc.text) or doc.text[b].isspace(), (doc.id, b)
-                assert b - a <= size or len(doc.text[a:b].split()) == 1
-                assert a2 > a and (a2 > len(doc.text) or a2 >= b - overlap)
-
-
-def test_char_windows_prefer_sentence_and_paragraph_ends(python_docs):
-    ends = total = 0
-    for doc in python_docs:
-        spans = char_spans(doc.text, 500, 80)
-        sentence = set(sentence_ends(doc.text))
-        for _, b in spans[:-1]:
-            total += 1
-            ends += bool(b in sentence or re.compile(r"[ \t]*\n[ \t]*\n").match(doc.text, b))
-    assert ends / total > 0.9
-
-
-def test_sections_of_a_hand_worked_page():
-    text = ("Guide\n*****\n\nIntro text.\n\nPart A\n======\n\nA text.\n\nDetail\n------\n\nD text.\n\n"
-            "Part B\n======\n\n```\n# not a heading\n```\n")
-    secs = split_sections(text, "Guide")
-    assert [s.path for s in secs] == [("Guide",), ("Guide", "Part A"), ("Guide", "Part A", "Detail"),
-                                      ("Guide", "Part B")]
-    assert text[secs[1].start:].startswith("Part A") and secs[-1].end == len(text)
-    md = "# Title\n\nx\n\n## One\n\ny\n\n### Deep\n\nz\n\n## Two\n\nw\n"
-    assert [s.path for s in split_sections(md, "Title")] == [("Title",), ("Title", "One"),
-                                                             ("Title", "One", "Deep"), ("Title", "Two")]
-
-
-def test_pack_overlaps_whole_units():
-    units = [(0, 9, 50), (10, 19, 50), (20, 29, 50), (30, 39, 50)]
-    assert pack(units, 100, 50) == [(0, 19), (10, 29), (20, 39)]
-    assert pack(units, 100, 0) == [(0, 19), (20, 39)]
-    assert pack([(0, 5, 500)], 100, 10) == [(0, 5)]
-
-
-def _independent_headings(text):
-    """Offsets of underlined or '#' headings, found without raglab."""
-    out, pos, lines = [], 0, text.split("\n")
-    for i, line in enumerate(lines):
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if (line.strip() and not line[0].isspace() and re.fullmatch(r"([*=\-~^])\1+", nxt)
-                and len(nxt) == len(line.rstrip())) or re.match(r"#{1,6} ", line):
-            out.append(pos)
-        pos += len(line) + 1
-    return out
-
-
-def _independent_tables(text):
-    """Spans of grid tables and pipe tables: runs of lines starting with '+' or '|'."""
-    spans, start, pos = [], None, 0
-    for line in text.split("\n") + [""]:
-        is_row = line.strip()[:1] in ("+", "|")
-        if is_row and start is None:
-            start = pos + len(line) - len(line.lstrip())
-        if not is_row and start is not None:
-            spans.append((start, pos - 1))
-            start = None
-        pos += len(line) + 1
-    return [s for s in spans if text[s[0]:s[1]].count("\n") >= 2]
-
-
-def test_heading_chunks_stay_in_one_section_and_keep_tables_and_sentences(real_pages, helpcenter):
-    n_tables = n_cut = n_chunks = 0
-    for doc in real_pages + helpcenter:
-        chunks = chunk_document(doc, ChunkSettings("headings"))
-        heads = _independent_headings(doc.text)
-        tables = _independent_tables(doc.text)
-        n_tables += len(tables)
-        for c in chunks:
-            assert not [h for h in heads if c.start < h < c.end], (c.id, "straddles a heading")
-            for a, b in tables:
-                assert b <= c.start or a >= c.end or (c.start <= a and b <= c.end), (c.id, "cuts a table")
-            after = doc.text[c.end:c.end + 200]
-            clean_end = (re.search(r"[.!?|+][\"')\]]*$", doc.text[c.end - 5:c.end]) or re.match(r"[ \t]*(\n[ \t]*\n|\n?$)", after)
-                         or any(c.end < h <= c.end + len(after) and not doc.text[c.end:h].strip() for h in heads))
-            if not clean_end:  # allowed only inside a sentence longer than the window itself
-                n_cut += 1
-                left = max(doc.text.rfind(". ", 0, c.end), doc.text.rfind("\n\n", 0, c.end))
-                right = min(x for x in (doc.text.find(". ", c.end), doc.text.find("\n\n", c.end), len(doc.text)) if x >= 0)
-                assert len(doc.text[left:right].split()) > 150, (c.id, doc.text[c.end - 40:c.end + 40])
-        n_chunks += len(chunks)
-    assert n_cut <= 0.01 * n_chunks
-    assert n_tables > 20
-
-
 def test_heading_ids_are_slugs_with_split_suffixes(python_docs):
     chunks = chunk_document(next(d for d in python_docs if d.id == "library/json.txt"), ChunkSettings("headings"))
     ids = [c.id for c in chunks]
@@ -253,6 +146,17 @@ def test_settings_are_validated():
     with pytest.raises(ValueError, match="overlap must be"):
         ChunkSettings("words", 100, 100).resolved()
     assert ChunkSettings("chars").label() == "chars 500/80"
+
+
+@pytest.mark.parametrize("bad, why", [
+    (ChunkSettings("tokens", 300), "1 to 256|3 to 256"),
+    (ChunkSettings("semantic", overlap=10), "do not overlap"),
+    (ChunkSettings("semantic", breakpoint=100), "percentile"),
+    (ChunkSettings("words", breakpoint=90), "semantic strategy's"),
+])
+def test_settings_that_cannot_work_are_refused(bad, why):
+    with pytest.raises(ValueError, match=why):
+        bad.resolved()
 
 
 @pytest.mark.slow
@@ -276,3 +180,67 @@ def test_helpcenter_chunks_inherit_access(helpcenter):
         assert c.access == ("premium",)
     injected = [d.id for d in helpcenter if "ignore all previous instructions" in d.text.lower()]
     assert len(injected) == 2
+
+
+# ---------------------------------------------------------------- records worked by hand
+
+
+def test_word_chunks_of_a_hand_worked_page():
+    # words: '#' 0-1, Intro 2-7, alpha 9-14, beta 15-19, gamma 20-25, delta 26-31; windows of 3 stepping 2
+    doc = make_document("d.md", "# Intro\n\nalpha beta gamma delta\n")
+
+    def chunk(n, a, b, indexed):
+        return Chunk(f"d.md#{n}", "d.md", ("Intro",), a, b, doc.text[a:b], indexed, ("public",), "words")
+
+    assert chunk_document(doc, ChunkSettings("words", 3, 1)) == [
+        chunk(0, 0, 14, "# Intro alpha"), chunk(1, 9, 25, "alpha beta gamma"), chunk(2, 20, 31, "gamma delta")]
+    prefixed = chunk_document(doc, ChunkSettings("words", 3, 1, prefix=True))
+    assert [c.indexed_text for c in prefixed] == ["Intro: # Intro alpha", "Intro: alpha beta gamma",
+                                                  "Intro: gamma delta"]
+
+
+def test_a_chunk_record_round_trips_through_its_dict():
+    small = Chunk("d#s/1", "d", ("D", "S"), 3, 9, "abcdef", "D > S: abcdef", ("premium",), "parent", "d#s")
+    assert small.to_dict() == {"id": "d#s/1", "doc": "d", "heading": ["D", "S"], "start": 3, "end": 9,
+                               "text": "abcdef", "indexed_text": "D > S: abcdef", "access": ["premium"],
+                               "strategy": "parent", "parent": "d#s"}
+    plain = Chunk("d#0", "d", (), 0, 1, "x", "x", ("public",), "words")
+    assert "parent" not in plain.to_dict()
+    for c in (small, plain):
+        assert Chunk.from_dict(c.to_dict()) == c
+
+
+def test_each_strategy_has_the_defaults_of_the_books_table():
+    table = {"words": (150, 30), "chars": (500, 80), "large": (3000, 400), "headings": (150, 30),
+             "recursive": (256, 32), "tokens": (256, 32), "semantic": (256, 0), "parent": (64, 16)}
+    assert set(table) == set(STRATEGIES)
+    for strategy, (size, overlap) in table.items():
+        s = ChunkSettings(strategy).resolved()
+        assert (s.size, s.overlap, s.breakpoint) == (size, overlap, 90 if strategy == "semantic" else None)
+    assert ChunkSettings("words", prefix=True).name() == "words-150-30-prefix"
+    assert ChunkSettings("semantic").name() == "semantic-256-0-p90"
+    assert ChunkSettings("headings", 100, 0, prefix=True).label() == "headings 100/0 +prefix"
+    assert ChunkSettings("semantic", breakpoint=75).record() == {"strategy": "semantic", "size": 256, "overlap": 0,
+                                                                 "prefix": False, "breakpoint": 75}
+
+
+def test_the_contextual_prefix_of_a_heading_path():
+    assert prefix_for(("Built-in Types", "Truth Value Testing")) == "Built-in Types > Truth Value Testing: "
+    assert prefix_for(("Guide",)) == "Guide: " and prefix_for(()) == ""
+
+
+def test_section_strategies_and_missing_models_are_named_errors():
+    doc = make_document("d.md", "# D\n\nSome text.\n")
+    for strategy in ("headings", "parent"):
+        with pytest.raises(ValueError, match=f"the {strategy} strategy cuts whole sections: use chunk_document"):
+            spans_of(doc.text, ChunkSettings(strategy).resolved())
+    with pytest.raises(ValueError, match="replaces the word windows only, not the 'chars' strategy"):
+        chunk_document(doc, ChunkSettings("chars"), windows=lambda words, size, overlap: [words])
+    with pytest.raises(ValueError, match="tokenizer="):
+        chunk_document(doc, ChunkSettings("tokens"))
+
+
+def test_two_documents_with_one_id_are_refused():
+    doc = make_document("same.md", "# Same\n\nText.\n")
+    with pytest.raises(RuntimeError, match="duplicate chunk id 'same.md#0'"):
+        chunk_corpus([doc, doc], ChunkSettings("words"))
