@@ -288,7 +288,7 @@ def test_semantic_breakpoints_cut_where_the_topic_changes():
     """Four sentences, two on each topic: the distances between neighbours are 0, 1, 0, so only the
     jump (above the page's 90th percentile, 0.8) is a cut."""
     text = "Cats sleep a lot. A cat purrs when calm. Taxes are due in April. Late taxes cost a fee."
-    doc = Document("pets", "Pets", text, ("public",))
+    doc = Document("pets", "Pets", text, sha256="", access=("public",))
     chunks = chunk_document(doc, ChunkSettings("semantic"), embed=topic_embed, tokenizer=load_tokenizer())
     assert [c.text for c in chunks] == ["Cats sleep a lot. A cat purrs when calm.", "Taxes are due in April. Late taxes cost a fee."]
     # the size still caps a chunk: at 12 tokens each sentence stands alone

@@ -62,7 +62,7 @@ def test_the_four_older_strategies_keep_their_manifest_and_folder_names():
 def test_the_books_token_window_is_the_packaged_models_and_its_tokenizer_is_handed_in():
     """The book sizes token chunks by its own constant, the packaged model's window; it loads no tokenizer."""
     assert MODEL_TOKENS == MINILM_MAX_TOKENS
-    doc = Document("a", "A", "Some words here. " * 40, ("public",))
+    doc = Document("a", "A", "Some words here. " * 40, sha256="", access=("public",))
     for strategy in ("tokens", "recursive"):
         with pytest.raises(ValueError, match="tokenizer="):
             chunk_document(doc, ChunkSettings(strategy))
@@ -106,7 +106,7 @@ def test_recursive_chunks_are_the_librarys_own_strings(pages):
 
 
 def test_semantic_on_a_real_page_with_the_model(pages, embedder):
-    page = Document("part", "Control Flow", pages[2].text[:6000], ("public",))    # 6,000 characters: ~60 sentences
+    page = Document("part", "Control Flow", pages[2].text[:6000], sha256="", access=("public",))    # 6,000 characters: ~60 sentences
     chunks = chunk_corpus([page], ChunkSettings("semantic"), embed=embedder.encode, tokenizer=load_tokenizer())
     checks = check_chunks([page], chunks)
     assert checks["uncovered"] == 0 and checks["overlapped"] == 0 and checks["over_limit"] == 0
@@ -189,7 +189,7 @@ def test_a_registered_chunker_is_a_strategy(pages, registry):
 ])
 def test_a_registered_chunkers_bad_spans_are_named(spans, why, registry):
     register_chunker("broken", lambda text: spans)
-    doc = Document("d", "D", "x" * 200, ("public",))
+    doc = Document("d", "D", "x" * 200, sha256="", access=("public",))
     with pytest.raises(ValueError, match=why):
         chunk_document(doc, ChunkSettings("broken"))
 
@@ -206,7 +206,7 @@ def test_registering_needs_a_fresh_lowercase_name(registry):
 def test_check_chunks_counts_by_hand():
     """Five words in windows of 3 stepping 2: 'three' is in both windows; cut 'five' off and it is
     the first uncovered word."""
-    doc = Document("d", "D", "one two three four five", ("public",))
+    doc = Document("d", "D", "one two three four five", sha256="", access=("public",))
     chunks = chunk_document(doc, ChunkSettings("words", 3, 1))
     checks = check_chunks([doc], chunks)
     assert (checks["words"], checks["once"], checks["overlapped"], checks["uncovered"]) == (5, 4, 1, 0)
