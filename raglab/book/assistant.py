@@ -139,7 +139,7 @@ class Assistant:
         self.retriever, self.generator, self.rerank, self.guard = retriever, generator, rerank, guard
         self.threshold, self.k, self.refusal = threshold, k, refusal
         self.attribute, self.trace, self.check = attribute, trace, check
-        self.evidence = evidence or (reranked_evidence if rerank else dense_evidence)
+        self.evidence = evidence
 
     @property
     def mode(self) -> str:
@@ -153,7 +153,7 @@ class Assistant:
     def retrieve(self, question: str, user: tuple[str, ...] | None = None) -> tuple[list, float, list[str]]:
         """The hits an answer is made from, the evidence strength, and the unknown names (the evidence step's)."""
         hits = self.retriever.search(question, self.mode, self.k, user)
-        found = self.evidence(question, hits)
+        found = (self.evidence or (reranked_evidence if self.rerank else dense_evidence))(question, hits)
         return hits, found.strength, found.unknown_names
 
     def sources(self, hits: list) -> list[Source]:

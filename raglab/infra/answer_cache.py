@@ -12,6 +12,7 @@ holds at most ``size`` answers (least recently used out first) and is safe to us
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -21,6 +22,7 @@ import re
 import threading
 import time
 import unicodedata
+import weakref
 from collections import OrderedDict
 
 from raglab.book.chunking import code_hash
@@ -60,6 +62,9 @@ def settings_of(generator) -> dict:
     return out
 
 
+_STEP_IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def step_id(step) -> str | None:
     """What a step handed to the retriever or assistant is, for the key: a hash of its function's code (or of its
     class's, for an object). A course wrapper names the learner's function it wraps as ``__wrapped__``
@@ -75,11 +80,19 @@ def step_id(step) -> str | None:
     """
     if step is None:
         return None
-    step = inspect.unwrap(step)
-    if inspect.isfunction(step) or inspect.ismethod(step):
-        return code_hash(step)
-    settings = f":{step!r}" if dataclasses.is_dataclass(step) else ""     # ReleaseNotes(("whatsnew/",), 0.5)
-    return f"{type(step).__qualname__}:{code_hash(type(step))}{settings}"
+    try:
+        return _STEP_IDS[step]        # hashing reads the source: once per step, not on every question
+    except (KeyError, TypeError):
+        pass
+    inner = inspect.unwrap(step)
+    if inspect.isfunction(inner) or inspect.ismethod(inner):
+        found = code_hash(inner)
+    else:
+        settings = f":{inner!r}" if dataclasses.is_dataclass(inner) else ""     # ReleaseNotes(("whatsnew/",), 0.5)
+        found = f"{type(inner).__qualname__}:{code_hash(type(inner))}{settings}"
+    with contextlib.suppress(TypeError):      # a step that cannot be weakly referenced is hashed each time
+        _STEP_IDS[step] = found
+    return found
 
 
 class AnswerCache:
